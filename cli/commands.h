@@ -1,0 +1,19 @@
+#pragma once
+// The oxinfer subcommands. Each takes its arguments (after the subcommand name) and returns the
+// process exit code; errors are thrown as oxinfer::Error and reported by main.
+
+#include <string>
+#include <vector>
+
+namespace oxinfer::cli {
+
+struct Command {
+    const char* name;
+    const char* summary;
+    int (*run)(const std::vector<std::string>& args);
+};
+
+int run_inspect(const std::vector<std::string>& args);
+int run_tensor(const std::vector<std::string>& args);
+
+}  // namespace oxinfer::cli

@@ -1,0 +1,63 @@
+// oxinfer: the command line. The contract of every subcommand is ../shared/specs/cli.md.
+
+#include "commands.h"
+
+#include <oxinfer/error.h>
+#include <oxinfer/profiler.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace {
+
+using oxinfer::cli::Command;
+
+constexpr Command kCommands[] = {
+    {"inspect", "format, architecture, metadata and tensor table of a checkpoint", oxinfer::cli::run_inspect},
+    {"tensor", "write one tensor, dequantised to float32, as a .npy file", oxinfer::cli::run_tensor},
+};
+
+void print_usage(std::FILE* out) {
+    std::fprintf(out, "usage: oxinfer COMMAND [options]\n\ncommands:\n");
+    for (const Command& command : kCommands) std::fprintf(out, "  %-12s %s\n", command.name, command.summary);
+    std::fprintf(out, "\n'oxinfer COMMAND --help' describes a command. 'oxinfer --version' prints the version.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    const std::string name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") {
+        print_usage(stdout);
+        return 0;
+    }
+    if (name == "--version") {
+        std::printf("oxinfer %s\n", OXINFER_VERSION);
+        return 0;
+    }
+    std::vector<std::string> args(argv + 2, argv + argc);
+    for (const std::string& arg : args)
+        if (arg == "--profile") oxinfer::profiler::set_enabled(true);
+    for (const Command& command : kCommands) {
+        if (name != command.name) continue;
+        int status = 1;
+        try {
+            status = command.run(args);
+        } catch (const std::exception& error) {
+            std::fflush(stdout);
+            std::fprintf(stderr, "oxinfer: error: %s\n", error.what());
+            status = 1;
+        }
+        if (oxinfer::profiler::enabled()) std::fputs(oxinfer::profiler::report().c_str(), stderr);
+        return status;
+    }
+    std::fprintf(stderr, "oxinfer: error: unknown command '%s'\n", name.c_str());
+    print_usage(stderr);
+    return 2;
+}
