@@ -1,0 +1,145 @@
+// The main window: title, the status bar's platform line, the welcome page, rendering, and the
+// real oxinfer-studio binary's --screenshot option.
+
+#include "ui/main_window.h"
+
+#include <oxinfer/platform.h>
+
+#include <QApplication>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QImage>
+#include <QLabel>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QSet>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+// The oxinfer-studio binary. The build tree has the tests in <build>/tests and the app in
+// <build>/app; OXINFER_STUDIO_PATH, when the build defines it, names the file exactly.
+QString studioPath() {
+#ifdef OXINFER_STUDIO_PATH
+    return QStringLiteral(OXINFER_STUDIO_PATH);
+#else
+    const QDir testDir(QCoreApplication::applicationDirPath());
+    for (const QString& name : {QStringLiteral("../app/oxinfer-studio"), QStringLiteral("../app/oxinfer-studio.exe")}) {
+        const QFileInfo file(testDir.filePath(name));
+        if (file.isFile() && file.isExecutable()) return file.canonicalFilePath();
+    }
+    return {};
+#endif
+}
+
+QProcessEnvironment offscreenEnvironment() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    return env;
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void title();
+    void platformLabelShowsTheMachine();
+    void welcomePageIsTheCentralWidget();
+    void grabRendersTheWindow();
+    void screenshotOptionWritesPng();
+    void screenshotToUnwritablePathFails();
+};
+
+void TestMainWindow::title() {
+    MainWindow window;
+    QCOMPARE(window.windowTitle(), QStringLiteral("Oxinfer Studio"));
+    QCOMPARE(window.size(), MainWindow::defaultSize());
+    QVERIFY(!window.windowIcon().isNull());
+}
+
+void TestMainWindow::platformLabelShowsTheMachine() {
+    MainWindow window;
+    auto* label = window.statusBar()->findChild<QLabel*>(QStringLiteral("platformLabel"));
+    QVERIFY(label != nullptr);
+    const QString text = label->text();
+    QCOMPARE(text, window.platformLine());
+
+    const oxinfer::PlatformInfo info = oxinfer::detect_platform();
+    QVERIFY2(text.contains(QStringLiteral("%1 core").arg(info.physical_cores)), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("%1 thread").arg(info.logical_cores)), qPrintable(text));
+    for (const auto& name : info.features.names())
+        QVERIFY2(text.contains(QString::fromStdString(name)), qPrintable(QString::fromStdString(name) + " in " + text));
+    const QString totalRam = QString::fromStdString(oxinfer::format_bytes(info.total_ram_bytes));
+    QVERIFY2(text.contains(totalRam + " RAM"), qPrintable(totalRam + " in " + text));
+    if (info.cpu_name != "unknown") QVERIFY2(text.contains(QString::fromStdString(info.cpu_name).simplified()), qPrintable(text));
+}
+
+void TestMainWindow::welcomePageIsTheCentralWidget() {
+    MainWindow window;
+    auto* page = window.findChild<QWidget*>(QStringLiteral("welcomePage"));
+    QVERIFY(page != nullptr);
+    QVERIFY(window.centralWidget()->isAncestorOf(page));
+    auto* title = page->findChild<QLabel*>(QStringLiteral("welcomeTitle"));
+    QVERIFY(title != nullptr);
+    QCOMPARE(title->text(), QStringLiteral("Oxinfer Studio"));
+    QVERIFY(page->findChild<QLabel*>(QStringLiteral("welcomeTagline")) != nullptr);
+    QVERIFY(page->findChild<QWidget*>(QStringLiteral("releaseNote")) != nullptr);
+}
+
+void TestMainWindow::grabRendersTheWindow() {
+    MainWindow window;
+    window.setAttribute(Qt::WA_DontShowOnScreen);
+    window.show();
+    QCoreApplication::processEvents();
+    const QImage image = window.grab().toImage();
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), window.size() * window.devicePixelRatio());
+}
+
+void TestMainWindow::screenshotOptionWritesPng() {
+    const QString studio = studioPath();
+    QVERIFY2(!studio.isEmpty(), "oxinfer-studio is not built (expected next to the tests, in <build>/app)");
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString file = dir.filePath(QStringLiteral("main-window.png"));
+
+    QProcess process;
+    process.setProcessEnvironment(offscreenEnvironment());
+    process.start(studio, {QStringLiteral("--screenshot"), file});
+    QVERIFY2(process.waitForFinished(60000), qPrintable(process.errorString()));
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+
+    QImage image;
+    QVERIFY2(image.load(file, "PNG"), qPrintable(file));
+    QCOMPARE(image.size(), MainWindow::defaultSize());
+    // Not one flat colour: a rendered window has text, a status bar and the icon.
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 3)
+        for (int x = 0; x < image.width(); x += 3) colours.insert(image.pixel(x, y));
+    QVERIFY2(colours.size() > 16, qPrintable(QStringLiteral("%1 distinct colours").arg(colours.size())));
+}
+
+void TestMainWindow::screenshotToUnwritablePathFails() {
+    const QString studio = studioPath();
+    QVERIFY2(!studio.isEmpty(), "oxinfer-studio is not built (expected next to the tests, in <build>/app)");
+    const QString file = QStringLiteral("/nonexistent-oxinfer-dir/x.png");
+    QVERIFY(!QFileInfo::exists(QFileInfo(file).path()));
+
+    QProcess process;
+    process.setProcessEnvironment(offscreenEnvironment());
+    process.start(studio, {QStringLiteral("--screenshot"), file});
+    QVERIFY2(process.waitForFinished(60000), qPrintable(process.errorString()));
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+    QVERIFY(process.exitCode() != 0);
+    const QString error = QString::fromLocal8Bit(process.readAllStandardError());
+    QVERIFY2(error.contains(QStringLiteral("oxinfer-studio: error: %1: cannot write screenshot").arg(file)), qPrintable(error));
+}
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"
