@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what building and testing oxinfer needs, on Debian/Ubuntu, skipping what is present.
+# Sourced by run.sh and test.sh; safe to run on its own. On other systems it only says what to get.
+set -euo pipefail
+
+OXINFER_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  qt6-base-dev qt6-base-dev-tools qt6-qpa-plugins libqt6sql6-sqlite
+  nlohmann-json3-dev libpcre2-dev
+  fonts-dejavu-core
+  dpkg-dev
+)
+
+oxinfer_install_dependencies() {
+  if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps: not a Debian/Ubuntu system; install a C++20 compiler, CMake >= 3.25, Ninja, Qt >= 6.4 (Widgets, Test), nlohmann_json >= 3.11 and PCRE2 yourself (see README.md)." >&2
+    return 0
+  fi
+  local missing=()
+  for package in "${OXINFER_PACKAGES[@]}" "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "deps: all ${#OXINFER_PACKAGES[@]} packages present"
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  oxinfer_install_dependencies "$@"
+fi
