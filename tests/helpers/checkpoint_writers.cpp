@@ -189,12 +189,14 @@ void GgufWriter::add_raw(const std::string& key, uint32_t type, std::vector<std:
 
 void GgufWriter::add_tensor(const TestTensor& tensor) { tensors_.push_back(tensor); }
 
+uint64_t GgufWriter::aligned(uint64_t offset) const { return (offset + alignment_ - 1) / alignment_ * alignment_; }
+
 void GgufWriter::set_alignment(uint32_t alignment) {
     alignment_ = alignment;
     add_u32("general.alignment", alignment);
 }
 
-std::vector<std::byte> GgufWriter::bytes() const {
+std::vector<std::byte> GgufWriter::header_bytes() const {
     std::vector<std::byte> out;
     const char magic[4] = {'G', 'G', 'U', 'F'};
     const auto* m = reinterpret_cast<const std::byte*>(magic);
@@ -207,17 +209,25 @@ std::vector<std::byte> GgufWriter::bytes() const {
         append<uint32_t>(out, entry.type);
         out.insert(out.end(), entry.encoded.begin(), entry.encoded.end());
     }
-    auto aligned = [&](uint64_t n) { return (n + alignment_ - 1) / alignment_ * alignment_; };
     uint64_t offset = 0;
     for (const TestTensor& tensor : tensors_) {
         append_string(out, tensor.name);
         append<uint32_t>(out, static_cast<uint32_t>(tensor.shape.size()));
-        for (auto it = tensor.shape.rbegin(); it != tensor.shape.rend(); ++it) append<uint64_t>(out, static_cast<uint64_t>(*it));
+        uint64_t elements = 1;
+        for (auto it = tensor.shape.rbegin(); it != tensor.shape.rend(); ++it) {
+            append<uint64_t>(out, static_cast<uint64_t>(*it));
+            elements *= static_cast<uint64_t>(*it);
+        }
         append<uint32_t>(out, *ggml_id(tensor.dtype));
         append<uint64_t>(out, offset);
-        offset = aligned(offset + tensor.bytes.size());
+        offset = aligned(offset + dtype_bytes(tensor.dtype, elements).value_or(tensor.bytes.size()));
     }
     out.resize(aligned(out.size()));
+    return out;
+}
+
+std::vector<std::byte> GgufWriter::bytes() const {
+    std::vector<std::byte> out = header_bytes();
     for (const TestTensor& tensor : tensors_) {
         out.insert(out.end(), tensor.bytes.begin(), tensor.bytes.end());
         out.resize(aligned(out.size()));

@@ -68,9 +68,14 @@ public:
     void set_version(uint32_t version) { version_ = version; }
 
     std::vector<std::byte> bytes() const;
+    // Everything before the tensor data; tensor sizes come from their shapes and types, so a test
+    // can describe tensors of many GB and make the data a sparse hole with resize_file.
+    std::vector<std::byte> header_bytes() const;
     void write(const std::filesystem::path& path) const;
 
 private:
+    uint64_t aligned(uint64_t offset) const;
+
     struct Entry {
         std::string key;
         uint32_t type;
