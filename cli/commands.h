@@ -15,5 +15,6 @@ struct Command {
 
 int run_inspect(const std::vector<std::string>& args);
 int run_tensor(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 
 }  // namespace oxinfer::cli

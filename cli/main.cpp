@@ -17,6 +17,7 @@ using oxinfer::cli::Command;
 constexpr Command kCommands[] = {
     {"inspect", "format, architecture, metadata and tensor table of a checkpoint", oxinfer::cli::run_inspect},
     {"tensor", "write one tensor, dequantised to float32, as a .npy file", oxinfer::cli::run_tensor},
+    {"bench", "measure kernel speed against the machine's bandwidth and peak (--kernels)", oxinfer::cli::run_bench},
 };
 
 void print_usage(std::FILE* out) {

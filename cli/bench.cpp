@@ -1,0 +1,74 @@
+// oxinfer bench --kernels [--json]   (model benchmarks, `bench --model`, arrive with the LLM engine)
+
+#include "args.h"
+#include "commands.h"
+
+#include <oxinfer/error.h>
+#include <oxinfer/kernel_bench.h>
+#include <oxinfer/platform.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <sstream>
+
+namespace oxinfer::cli {
+
+int run_bench(const std::vector<std::string>& argv) {
+    auto options = common_options();
+    options.push_back({"kernels", "", "", "benchmark the matmul kernels against measured bandwidth and FMA peak"});
+    options.push_back({"model", "m", "MODEL", "benchmark a model (not available yet: needs the LLM engine)"});
+    options.push_back({"types", "", "LIST", "comma-separated weight types for --kernels (default f32,f16,bf16,q8_0,q4_0,q4_k,q6_k)"});
+    options.push_back({"quick", "", "", "shorter measurements (about 0.3 s each, smaller GEMV matrices)"});
+    options.push_back({"json", "", "", "print one JSON object"});
+    Args args("bench", "--kernels [--json] [-t N]",
+              "Measures speed. --kernels: memory read bandwidth, FMA peak, and for each weight type the GEMV rate\n"
+              "(GB/s of weights, compare with the bandwidth) and the 512-token GEMM rate (GFLOP/s, compare with the peak).",
+              options);
+    args.parse(argv);
+    if (args.help_requested()) {
+        std::fputs(args.help().c_str(), stdout);
+        return 0;
+    }
+    if (args.flag("model")) throw Error("bench", "model benchmarks are not available yet: they arrive with the LLM engine (use --kernels)");
+    if (!args.flag("kernels")) throw Error("bench", "nothing to measure: pass --kernels (see oxinfer bench --help)");
+
+    KernelBenchOptions bench;
+    if (auto threads = args.value("threads")) bench.threads = std::stoi(*threads);
+    if (auto list = args.value("types")) {
+        std::stringstream stream(*list);
+        std::string name;
+        while (std::getline(stream, name, ',')) {
+            const auto type = dtype_from_name(name);
+            if (!type) throw Error("bench", "unknown weight type '" + name + "'");
+            bench.types.push_back(*type);
+        }
+    }
+    if (args.flag("quick")) {
+        bench.seconds_per_test = 0.3;
+        bench.gemv_bytes = int64_t{256} << 20;
+    }
+    const bool json_output = args.flag("json");
+    if (!json_output) bench.progress = [](const std::string& line) { std::printf("%s\n", line.c_str()); std::fflush(stdout); };
+    const KernelBenchReport report = run_kernel_bench(bench);
+
+    if (json_output) {
+        nlohmann::json out = {{"threads", report.threads}, {"isa", report.isa}, {"bandwidth_gbs", report.bandwidth_gbs},
+                              {"peak_gflops", report.peak_gflops}, {"cpu", platform().cpu_name}, {"kernels", nlohmann::json::array()}};
+        for (const KernelBenchResult& k : report.kernels)
+            out["kernels"].push_back({{"type", dtype_name(k.type)}, {"gemv_gbs", k.gemv_gbs}, {"gemm_gflops", k.gemm_gflops}, {"isa", report.isa},
+                                      {"gemv_fraction_of_bandwidth", k.gemv_gbs / report.bandwidth_gbs},
+                                      {"gemm_fraction_of_peak", k.gemm_gflops / report.peak_gflops}});
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("\n%s\n%d threads, %s kernels: bandwidth %.1f GB/s, peak %.1f GFLOP/s\n\n", platform().summary().c_str(), report.threads,
+                report.isa.c_str(), report.bandwidth_gbs, report.peak_gflops);
+    std::printf("| type | GEMV GB/s | of bandwidth | GEMM GFLOP/s | of peak |\n|---|---|---|---|---|\n");
+    for (const KernelBenchResult& k : report.kernels)
+        std::printf("| %s | %.1f | %.0f%% | %.1f | %.0f%% |\n", dtype_name(k.type).data(), k.gemv_gbs, 100 * k.gemv_gbs / report.bandwidth_gbs,
+                    k.gemm_gflops, 100 * k.gemm_gflops / report.peak_gflops);
+    return 0;
+}
+
+}  // namespace oxinfer::cli

@@ -1,0 +1,41 @@
+#pragma once
+// Kernel benchmarks for `oxinfer bench --kernels`: the machine's measured memory read bandwidth
+// and FMA peak, then for each weight type the GEMV rate (weight bytes streamed per second, to
+// compare with the bandwidth) and the GEMM rate (GFLOP/s, to compare with the peak), all on
+// matrices far larger than the caches.
+
+#include <oxinfer/dtype.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace oxinfer {
+
+struct KernelBenchOptions {
+    int threads = 0;                 // 0: physical cores
+    std::vector<DType> types;        // empty: the default set (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)
+    int64_t gemv_bytes = int64_t{512} << 20;  // weight bytes per GEMV matrix
+    int64_t gemm_tokens = 512;
+    int64_t gemm_size = 4096;        // GEMM weight matrix is gemm_size x gemm_size
+    double seconds_per_test = 1.0;   // repeat each measurement for about this long, keep the best
+    std::function<void(const std::string&)> progress;  // a line per finished measurement
+};
+
+struct KernelBenchResult {
+    DType type;
+    double gemv_gbs = 0;     // weight bytes / second
+    double gemm_gflops = 0;  // 2 * tokens * rows * cols / second
+};
+
+struct KernelBenchReport {
+    int threads = 0;
+    std::string isa;           // the instruction-set level in use
+    double bandwidth_gbs = 0;  // memory read bandwidth with all threads
+    double peak_gflops = 0;    // FMA peak with all threads at that level
+    std::vector<KernelBenchResult> kernels;
+};
+
+KernelBenchReport run_kernel_bench(const KernelBenchOptions& options);
+
+}  // namespace oxinfer

@@ -1,0 +1,143 @@
+#include <oxinfer/kernel_bench.h>
+
+#include "kernels/isa.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_table.h"
+#include "kernels/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+namespace oxinfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs `body` repeatedly for about `seconds` (at least twice) and returns the fastest run.
+template <class Body>
+double best_seconds(double seconds, Body&& body) {
+    double best = 1e30;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+    for (int run = 0; run < 2 || Clock::now() < deadline; ++run) {
+        const auto start = Clock::now();
+        body();
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return best;
+}
+
+// Byte offsets of the half-float scales in each block, set to a normal value so that no
+// measurement runs on NaN or subnormal scales (random bytes elsewhere are valid codes).
+std::vector<int> half_scale_offsets(DType type) {
+    switch (type) {
+        case DType::Q8_0: case DType::Q4_0: case DType::Q5_0: case DType::IQ4_NL: case DType::IQ4_XS: return {0};
+        case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
+        case DType::Q2_K: return {80, 82};
+        case DType::Q3_K: return {108};
+        case DType::Q6_K: return {208};
+        default: return {};
+    }
+}
+
+// `count` values of `type` with realistic magnitudes, written (not just reserved) so that the
+// pages are real memory.
+std::vector<std::byte> make_weights(DType type, int64_t elements, uint32_t seed) {
+    const DTypeTraits& traits = dtype_traits(type);
+    std::vector<std::byte> bytes(*dtype_bytes(type, static_cast<uint64_t>(elements)));
+    std::mt19937 random(seed);
+    if (traits.quantized) {
+        for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+            const uint32_t word = random();
+            std::memcpy(bytes.data() + i, &word, 4);
+        }
+        const uint16_t scale = f32_to_f16(0.01f);
+        for (size_t block = 0; block + static_cast<size_t>(traits.block_bytes) <= bytes.size(); block += static_cast<size_t>(traits.block_bytes))
+            for (int offset : half_scale_offsets(type)) std::memcpy(bytes.data() + block + offset, &scale, 2);
+        return bytes;
+    }
+    std::uniform_real_distribution<float> values(-0.05f, 0.05f);
+    for (int64_t i = 0; i < elements; ++i) {
+        const float v = values(random);
+        if (type == DType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
+        else {
+            const uint16_t bits = type == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            std::memcpy(bytes.data() + 2 * i, &bits, 2);
+        }
+    }
+    return bytes;
+}
+
+}  // namespace
+
+KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
+    ThreadPool pool(options.threads);
+    const Isa isa = active_isa();
+    const kernels::MatmulTable& table = kernels::matmul_table(isa);
+    KernelBenchReport report;
+    report.threads = pool.size();
+    report.isa = std::string(isa_name(isa));
+    auto say = [&](const std::string& line) {
+        if (options.progress) options.progress(line);
+    };
+
+    {  // memory read bandwidth over 1 GiB, each thread summing its own slice
+        const int64_t count = int64_t{1} << 28;
+        std::vector<float> buffer(static_cast<size_t>(count));
+        pool.parallel_for(count, 1 << 16, [&](int64_t begin, int64_t end) { std::fill(buffer.data() + begin, buffer.data() + end, 1.0f); });
+        std::vector<float> sums(static_cast<size_t>(pool.size()));
+        const double seconds = best_seconds(options.seconds_per_test, [&] {
+            pool.run([&](int index, int threads) {
+                const int64_t begin = count * index / threads, end = count * (index + 1) / threads;
+                sums[static_cast<size_t>(index)] = table.read_sum(buffer.data() + begin, end - begin);
+            });
+        });
+        report.bandwidth_gbs = static_cast<double>(count) * 4 / seconds / 1e9;
+        say("memory read bandwidth: " + std::to_string(report.bandwidth_gbs) + " GB/s");
+    }
+    {  // FMA peak
+        const int64_t iterations = 20'000'000;
+        std::vector<float> sinks(static_cast<size_t>(pool.size()));
+        std::vector<double> flops(static_cast<size_t>(pool.size()));
+        const double seconds = best_seconds(options.seconds_per_test, [&] {
+            pool.run([&](int index, int) { flops[static_cast<size_t>(index)] = table.peak_flops_probe(iterations, &sinks[static_cast<size_t>(index)]); });
+        });
+        double total = 0;
+        for (double f : flops) total += f;
+        report.peak_gflops = total / seconds / 1e9;
+        say("peak arithmetic: " + std::to_string(report.peak_gflops) + " GFLOP/s");
+    }
+
+    std::vector<DType> types = options.types;
+    if (types.empty()) types = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+    const int64_t cols = 4096;
+    for (DType type : types) {
+        KernelBenchResult result{type};
+        {
+            const int64_t row_bytes = static_cast<int64_t>(*dtype_bytes(type, cols));
+            const int64_t rows = std::max<int64_t>(16, options.gemv_bytes / row_bytes);
+            const auto weights = make_weights(type, rows * cols, 1);
+            const kernels::WeightMatrix w{type, rows, cols, weights.data(), row_bytes};
+            std::vector<float> x(cols, 0.5f), y(static_cast<size_t>(rows));
+            const double seconds = best_seconds(options.seconds_per_test, [&] { kernels::gemv(w, x.data(), 1, y.data(), pool); });
+            result.gemv_gbs = static_cast<double>(rows * row_bytes) / seconds / 1e9;
+        }
+        {
+            const int64_t size = options.gemm_size, tokens = options.gemm_tokens;
+            const auto weights = make_weights(type, size * size, 2);
+            const kernels::WeightMatrix w{type, size, size, weights.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(size)))};
+            std::vector<float> x(static_cast<size_t>(tokens * size), 0.25f), y(static_cast<size_t>(tokens * size));
+            const double seconds = best_seconds(options.seconds_per_test, [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); });
+            result.gemm_gflops = 2.0 * static_cast<double>(tokens * size * size) / seconds / 1e9;
+        }
+        char line[160];
+        std::snprintf(line, sizeof line, "%s: gemv %.1f GB/s, gemm %.1f GFLOP/s", dtype_name(type).data(), result.gemv_gbs, result.gemm_gflops);
+        say(line);
+        report.kernels.push_back(result);
+    }
+    return report;
+}
+
+}  // namespace oxinfer

@@ -1,0 +1,369 @@
+#include "kernels/matmul.h"
+
+#include "kernels/block_layouts.h"
+#include "kernels/matmul_table.h"
+#include "kernels/thread_pool.h"
+
+#include <oxinfer/checkpoint.h>
+#include <oxinfer/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace oxinfer::kernels {
+namespace {
+
+using blocks::load_u16;
+using U8 = const uint8_t*;
+
+// ---- scalar reference kernels -------------------------------------------------------------
+
+void quantize_blocks32_scalar(const float* x, ActBlock32* out, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const float* v = x + 32 * b;
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) {
+            out[b].q[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+            sum += out[b].q[i];
+        }
+        out[b].d = d;
+        out[b].qsum = sum;
+    }
+}
+
+void quantize_blocks256_scalar(const float* x, ActBlock256* out, int64_t n) {
+    for (int64_t b = 0; b < n / 256; ++b) {
+        const float* v = x + 256 * b;
+        float amax = 0;
+        for (int i = 0; i < 256; ++i) amax = std::max(amax, std::fabs(v[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 256; ++i) out[b].q[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+        for (int g = 0; g < 16; ++g) {
+            int sum = 0;
+            for (int i = 0; i < 16; ++i) sum += out[b].q[16 * g + i];
+            out[b].bsums[g] = static_cast<int16_t>(sum);
+        }
+        out[b].d = d;
+    }
+}
+
+float dot_f32_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* wf = reinterpret_cast<const float*>(w);
+    const auto* af = static_cast<const float*>(a);
+    float sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += wf[i] * af[i];
+    return sum;
+}
+
+float dot_f16_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* af = static_cast<const float*>(a);
+    float sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += f16_to_f32(load_u16(reinterpret_cast<U8>(w) + 2 * i)) * af[i];
+    return sum;
+}
+
+float dot_bf16_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* af = static_cast<const float*>(a);
+    float sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += bf16_to_f32(load_u16(reinterpret_cast<U8>(w) + 2 * i)) * af[i];
+    return sum;
+}
+
+float dot_q8_0_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock32*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    float sum = 0;
+    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
+        int32_t isum = 0;
+        for (int i = 0; i < 32; ++i) isum += static_cast<int8_t>(p[2 + i]) * act[b].q[i];
+        sum += f16_to_f32(load_u16(p)) * act[b].d * static_cast<float>(isum);
+    }
+    return sum;
+}
+
+float dot_q4_0_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock32*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    float sum = 0;
+    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
+        int32_t isum = 0;
+        for (int i = 0; i < 16; ++i) isum += (p[2 + i] & 0xF) * act[b].q[i] + (p[2 + i] >> 4) * act[b].q[i + 16];
+        isum -= 8 * act[b].qsum;  // codes are stored +8
+        sum += f16_to_f32(load_u16(p)) * act[b].d * static_cast<float>(isum);
+    }
+    return sum;
+}
+
+float dot_q4_k_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock256*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    float sum = 0;
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
+        const U8 qs = p + 16;
+        int32_t sumi = 0, summ = 0;
+        for (int s = 0; s < 8; ++s) {
+            int sc, m;
+            blocks::k4_scale_min(p + 4, s, sc, m);
+            const int shift = 4 * (s % 2);
+            int32_t isum = 0;
+            for (int l = 0; l < 32; ++l) isum += ((qs[32 * (s / 2) + l] >> shift) & 0xF) * act[b].q[32 * s + l];
+            sumi += sc * isum;
+            summ += m * (act[b].bsums[2 * s] + act[b].bsums[2 * s + 1]);
+        }
+        const float d = f16_to_f32(load_u16(p)) * act[b].d;
+        const float dmin = f16_to_f32(load_u16(p + 2)) * act[b].d;
+        sum += d * static_cast<float>(sumi) - dmin * static_cast<float>(summ);
+    }
+    return sum;
+}
+
+float dot_q6_k_scalar(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock256*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    float sum = 0;
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ6_KBytes) {
+        const U8 ql = p, qh = p + 128;
+        const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
+        int32_t sumi = 0;
+        for (int j = 0; j < 16; ++j) {
+            int32_t isum = 0;
+            for (int i = 0; i < 16; ++i) {
+                const int o = 16 * j + i, half = o / 128, g = (o / 32) % 4, l = o % 32;
+                const int low = (ql[64 * half + 32 * (g % 2) + l] >> (4 * (g / 2))) & 0xF;
+                const int high = (qh[32 * half + l] >> (2 * g)) & 3;
+                isum += ((low | (high << 4)) - 32) * act[b].q[o];
+            }
+            sumi += scales[j] * isum;
+        }
+        sum += f16_to_f32(load_u16(p + 208)) * act[b].d * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+void gemm_tile_scalar(int64_t k, const float* xp, const float* wp, float* tile) {
+    for (int i = 0; i < kGemmTokens * kGemmRows; ++i) tile[i] = 0;
+    for (int64_t kk = 0; kk < k; ++kk)
+        for (int t = 0; t < kGemmTokens; ++t)
+            for (int r = 0; r < kGemmRows; ++r) tile[t * kGemmRows + r] += xp[kk * kGemmTokens + t] * wp[kk * kGemmRows + r];
+}
+
+float read_sum_scalar(const float* data, int64_t n) {
+    float sums[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) sums[j] += data[i + j];
+    for (; i < n; ++i) sums[0] += data[i];
+    float total = 0;
+    for (float s : sums) total += s;
+    return total;
+}
+
+double peak_flops_probe_scalar(int64_t iterations, float* sink) {
+    // 8 independent multiply-add chains hide the latency of each.
+    float chains[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const float a = 0.999999f, b = 1e-7f;
+    for (int64_t i = 0; i < iterations; ++i)
+        for (float& c : chains) c = c * a + b;
+    float total = 0;
+    for (float c : chains) total += c;
+    *sink = total;
+    return 2.0 * 8 * static_cast<double>(iterations);
+}
+
+MatmulTable scalar_table() {
+    return {quantize_blocks32_scalar, quantize_blocks256_scalar, dot_f32_scalar,  dot_f16_scalar,   dot_bf16_scalar,
+            dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, gemm_tile_scalar,
+            read_sum_scalar,          peak_flops_probe_scalar};
+}
+
+// ---- drivers ------------------------------------------------------------------------------
+
+void check_supported(const WeightMatrix& w) {
+    if (!can_convert_to_f32(w.dtype))
+        throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " cannot be used: unsupported tensor type");
+}
+
+// Activations of one call in the format the row dot of the weight type reads.
+struct PackedActivations {
+    ActivationFormat format = ActivationFormat::F32;
+    std::vector<ActBlock32> blocks32;
+    std::vector<ActBlock256> blocks256;
+    const float* f32 = nullptr;
+    int64_t cols = 0;
+
+    const void* row(int64_t t) const {
+        switch (format) {
+            case ActivationFormat::Q8Blocks32: return blocks32.data() + t * (cols / 32);
+            case ActivationFormat::Q8Blocks256: return blocks256.data() + t * (cols / 256);
+            case ActivationFormat::F32: break;
+        }
+        return f32 + t * cols;
+    }
+};
+
+}  // namespace
+
+bool has_direct_dot(DType type) {
+    switch (type) {
+        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_K: case DType::Q6_K:
+            return true;
+        default: return false;
+    }
+}
+
+ActivationFormat activation_format(DType type) {
+    switch (type) {
+        case DType::Q8_0: case DType::Q4_0: return ActivationFormat::Q8Blocks32;
+        case DType::Q4_K: case DType::Q6_K: return ActivationFormat::Q8Blocks256;
+        default: return ActivationFormat::F32;
+    }
+}
+
+RowDot row_dot(const MatmulTable& table, DType type) {
+    switch (type) {
+        case DType::F32: return table.dot_f32;
+        case DType::F16: return table.dot_f16;
+        case DType::BF16: return table.dot_bf16;
+        case DType::Q8_0: return table.dot_q8_0;
+        case DType::Q4_0: return table.dot_q4_0;
+        case DType::Q4_K: return table.dot_q4_k;
+        case DType::Q6_K: return table.dot_q6_k;
+        default: return nullptr;
+    }
+}
+
+const MatmulTable& matmul_table(Isa isa) {
+    static const auto tables = [] {
+        std::vector<MatmulTable> out;
+        for (Isa level : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16, Isa::Neon}) {
+            MatmulTable table = scalar_table();
+#if defined(__x86_64__) || defined(_M_X64)
+            // AVX-512 levels use the AVX2 kernels until their own are written.
+            if (level == Isa::Avx2 || level == Isa::Avx512 || level == Isa::Avx512Bf16) fill_matmul_avx2(table);
+#endif
+            out.push_back(table);
+        }
+        return out;
+    }();
+    return tables[static_cast<size_t>(isa)];
+}
+
+WeightMatrix weight_matrix(const TensorInfo& tensor) {
+    if (tensor.shape.size() != 2) throw Error("tensor '" + tensor.name + "'", "is not a 2-D weight matrix");
+    if (!tensor.contiguous()) throw Error("tensor '" + tensor.name + "'", "is a strided view, not a contiguous matrix");
+    WeightMatrix w;
+    w.dtype = tensor.dtype;
+    w.rows = tensor.shape[0];
+    w.cols = tensor.shape[1];
+    w.data = tensor.data;
+    w.row_bytes = static_cast<int64_t>(*dtype_bytes(tensor.dtype, static_cast<uint64_t>(w.cols)));
+    return w;
+}
+
+void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    check_supported(w);
+    const MatmulTable& table = matmul_table(active_isa());
+    const RowDot direct = row_dot(table, w.dtype);
+    PackedActivations act;
+    act.cols = w.cols;
+    act.f32 = x;
+    if (direct) {
+        act.format = activation_format(w.dtype);
+        if (act.format == ActivationFormat::Q8Blocks32) {
+            act.blocks32.resize(static_cast<size_t>(tokens * (w.cols / 32)));
+            for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks32(x + t * w.cols, act.blocks32.data() + t * (w.cols / 32), w.cols);
+        } else if (act.format == ActivationFormat::Q8Blocks256) {
+            act.blocks256.resize(static_cast<size_t>(tokens * (w.cols / 256)));
+            for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks256(x + t * w.cols, act.blocks256.data() + t * (w.cols / 256), w.cols);
+        }
+    }
+    // Rows are split in multiples of 16 so that threads never write to the same cache line.
+    pool.parallel_for(w.rows, 16, [&](int64_t begin, int64_t end) {
+        std::vector<float> row;  // the generic path's dequantised row
+        if (!direct) row.resize(static_cast<size_t>(w.cols));
+        for (int64_t r = begin; r < end; ++r) {
+            const std::byte* weights = w.data + r * w.row_bytes;
+            if (!direct) {
+                convert_to_f32(w.dtype, weights, row.data(), w.cols);
+                weights = reinterpret_cast<const std::byte*>(row.data());
+            }
+            const RowDot dot = direct ? direct : table.dot_f32;
+            for (int64_t t = 0; t < tokens; ++t) y[t * w.rows + r] = dot(w.cols, weights, act.row(t));
+        }
+    });
+}
+
+void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    check_supported(w);
+    const MatmulTable& table = matmul_table(active_isa());
+    const int64_t K = w.cols;
+    const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
+    // Cache blocking: kKc values of K (a multiple of every block size) per W panel, kMcGroups
+    // token groups per activation block, so that block (~100 KB) stays in L2 across panels.
+    constexpr int64_t kKc = 256;
+    constexpr int64_t kMcGroups = 16;
+
+    // Activations packed once: group g holds K steps of kGemmTokens values, zero-padded.
+    std::vector<float> packed_x(static_cast<size_t>(groups * K * kGemmTokens));
+    pool.parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t g = begin; g < end; ++g) {
+            float* out = packed_x.data() + g * K * kGemmTokens;
+            for (int t = 0; t < kGemmTokens; ++t) {
+                const int64_t token = g * kGemmTokens + t;
+                for (int64_t k = 0; k < K; ++k) out[k * kGemmTokens + t] = token < tokens ? x[token * K + k] : 0.0f;
+            }
+        }
+    });
+
+    const int64_t panels = (w.rows + kGemmRows - 1) / kGemmRows;
+    const auto block = dtype_traits(w.dtype).block_elements;
+    pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
+        std::vector<float> rows_f32(static_cast<size_t>(kGemmRows * kKc));
+        std::vector<float> packed_w(static_cast<size_t>(kKc * kGemmRows));
+        float tile[kGemmTokens * kGemmRows];
+        for (int64_t g0 = 0; g0 < groups; g0 += kMcGroups) {
+            const int64_t g1 = std::min(groups, g0 + kMcGroups);
+            for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+                const int64_t kc = std::min(kKc, K - k0);
+                const uint64_t byte_offset = static_cast<uint64_t>(k0 / block) * static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
+                for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+                    const int64_t r0 = panel * kGemmRows;
+                    const int64_t valid_rows = std::min<int64_t>(kGemmRows, w.rows - r0);
+                    for (int64_t r = 0; r < kGemmRows; ++r) {
+                        float* dst = rows_f32.data() + r * kKc;
+                        if (r < valid_rows) convert_to_f32(w.dtype, w.data + (r0 + r) * w.row_bytes + byte_offset, dst, kc);
+                        else std::fill(dst, dst + kc, 0.0f);
+                    }
+                    for (int64_t k = 0; k < kc; ++k)
+                        for (int64_t r = 0; r < kGemmRows; ++r) packed_w[static_cast<size_t>(k * kGemmRows + r)] = rows_f32[static_cast<size_t>(r * kKc + k)];
+                    for (int64_t g = g0; g < g1; ++g) {
+                        table.gemm_tile(kc, packed_x.data() + (g * K + k0) * kGemmTokens, packed_w.data(), tile);
+                        const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
+                        for (int64_t t = 0; t < valid_tokens; ++t) {
+                            float* out = y + (g * kGemmTokens + t) * w.rows + r0;
+                            const float* in = tile + t * kGemmRows;
+                            if (k0 == 0) std::copy(in, in + valid_rows, out);
+                            else
+                                for (int64_t r = 0; r < valid_rows; ++r) out[r] += in[r];
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    if (tokens <= kGemvMaxTokens) gemv(w, x, tokens, y, pool);
+    else gemm(w, x, tokens, y, pool);
+}
+
+}  // namespace oxinfer::kernels

@@ -1,0 +1,46 @@
+#pragma once
+// Matrix products of the models: Y[tokens, rows] = X[tokens, cols] · W[rows, cols]ᵀ, with f32
+// activations and W in any stored type (f32, f16, bf16, every ggml block type we dequantise).
+//
+// Two paths. GEMV (a few tokens, decoding): all threads share the rows and stream W once; the
+// common types use integer dot products on 8-bit-quantised activations as llama.cpp does (or
+// f16/bf16 widened in registers), others dequantise row by row. GEMM (prefill): activations are
+// packed once, W is dequantised panel by panel into cache-sized f32 blocks and multiplied by a
+// register-blocked FMA kernel.
+
+#include <oxinfer/dtype.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace oxinfer {
+
+class ThreadPool;
+struct TensorInfo;
+
+namespace kernels {
+
+struct WeightMatrix {
+    DType dtype = DType::F32;
+    int64_t rows = 0;       // output features
+    int64_t cols = 0;       // input features
+    const std::byte* data = nullptr;
+    int64_t row_bytes = 0;  // dtype_bytes(cols)
+};
+
+// A 2-D tensor as a weight matrix; throws oxinfer::Error if it is not 2-D or not contiguous.
+WeightMatrix weight_matrix(const TensorInfo& tensor);
+
+// At most this many tokens take the GEMV path.
+constexpr int64_t kGemvMaxTokens = 4;
+
+// y[t * w.rows + r] = sum_c x[t * w.cols + c] * W[r, c]. Throws oxinfer::Error for a type that
+// cannot be dequantised.
+void matmul(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+
+// The same through one path, whatever the token count (tests and benchmarks).
+void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+
+}  // namespace kernels
+}  // namespace oxinfer

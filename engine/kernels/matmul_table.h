@@ -1,0 +1,66 @@
+#pragma once
+// The per-instruction-set pieces of matmul: activation quantisers, row dot products per weight
+// type, and the GEMM register kernel. matmul.cpp holds the scalar versions (the reference every
+// other level is tested against) and the drivers; x86/matmul_avx2.cpp overrides entries.
+
+#include "kernels/isa.h"
+
+#include <oxinfer/dtype.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace oxinfer::kernels {
+
+// Activations quantised to 8 bits per 32 values (for Q8_0, Q4_0 weights): x ≈ d * q.
+struct ActBlock32 {
+    float d;
+    int32_t qsum;  // sum of q: the zero-point term of offset formats
+    int8_t q[32];
+};
+
+// Per 256 values (for the K-quants), with the sum of each 16 values.
+struct ActBlock256 {
+    float d;
+    int16_t bsums[16];
+    int8_t q[256];
+};
+
+enum class ActivationFormat { F32, Q8Blocks32, Q8Blocks256 };
+
+// Which activation format the direct dot kernel of a weight type reads, if it has one.
+bool has_direct_dot(DType type);
+ActivationFormat activation_format(DType type);
+
+// Dot product of one weight row of `cols` values with one activation row in its format.
+using RowDot = float (*)(int64_t cols, const std::byte* weights, const void* activations);
+
+constexpr int kGemmTokens = 6;   // register tile: tokens
+constexpr int kGemmRows = 16;    // register tile: weight rows
+
+struct MatmulTable {
+    // d = max|x| / 127, q = round-to-nearest-even(x * (1/d)): every level must produce the same q.
+    void (*quantize_blocks32)(const float* x, ActBlock32* out, int64_t n);
+    void (*quantize_blocks256)(const float* x, ActBlock256* out, int64_t n);
+    RowDot dot_f32;  // f32 weights, also the generic path after dequantising a row
+    RowDot dot_f16;
+    RowDot dot_bf16;
+    RowDot dot_q8_0;
+    RowDot dot_q4_0;
+    RowDot dot_q4_k;
+    RowDot dot_q6_k;
+    // tile[t][r] = sum_k packed_x[k][t] * packed_w[k][r] for a kGemmTokens x kGemmRows tile.
+    void (*gemm_tile)(int64_t k, const float* packed_x, const float* packed_w, float* tile);
+    // Benchmark probes: the sum of n floats read as fast as the level allows (memory
+    // bandwidth), and `iterations` rounds of independent multiply-adds, returning the number of
+    // floating-point operations done (peak arithmetic rate; the sum lands in *sink).
+    float (*read_sum)(const float* data, int64_t n);
+    double (*peak_flops_probe)(int64_t iterations, float* sink);
+};
+
+const MatmulTable& matmul_table(Isa isa);
+RowDot row_dot(const MatmulTable& table, DType type);  // nullptr when the type has none
+
+void fill_matmul_avx2(MatmulTable& table);
+
+}  // namespace oxinfer::kernels

@@ -1,0 +1,303 @@
+// AVX2 + FMA + F16C matmul kernels. This file is compiled with -mavx2 -mfma -mf16c and runs only
+// after run-time detection: everything it defines stays in an anonymous namespace, and it uses
+// no shared inline functions or templates (std::min, containers...), whose AVX2-compiled copies
+// the linker could otherwise hand to code running on older CPUs. fill_matmul_avx2 is the only
+// symbol it exports.
+
+#include "kernels/block_layouts.h"
+#include "kernels/matmul_table.h"
+
+#include <immintrin.h>
+
+namespace oxinfer::kernels {
+namespace {
+
+using U8 = const uint8_t*;
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+inline float half(U8 p) { return _cvtsh_ss(blocks::load_u16(p)); }
+
+// Products of signed bytes, summed in pairs and then in fours into 8 int32 lanes. maddubs needs
+// an unsigned operand: |w| times a with w's sign moved onto it.
+inline __m256i dot_i8(__m256i w, __m256i a) {
+    const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+    return _mm256_madd_epi16(products, _mm256_set1_epi16(1));
+}
+
+// max |x| of 8 floats, reduced to one.
+inline float abs_max(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+// Quantises 32 floats with the scalar rule (d = amax/127, q = nearbyint(x * (1/d))), giving
+// identical codes; returns the codes packed in order and their sum.
+inline __m256i quantize32(const float* v, float& d_out, int& sum_out) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 x[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+        x[i] = _mm256_loadu_ps(v + 8 * i);
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, x[i]));
+    }
+    const float max = abs_max(amax);
+    const float d = max / 127.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const __m256 scale = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i)
+        q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(x[i], scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // packs interleave 128-bit lanes; the final permute restores element order.
+    const __m256i q01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i q23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q01, q23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    sum_out = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    d_out = d;
+    return bytes;
+}
+
+void quantize_blocks32_avx2(const float* x, ActBlock32* out, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b) {
+        float d;
+        int sum;
+        const __m256i q = quantize32(x + 32 * b, d, sum);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].q), q);
+        out[b].d = d;
+        out[b].qsum = sum;
+    }
+}
+
+void quantize_blocks256_avx2(const float* x, ActBlock256* out, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / 256; ++b) {
+        const float* v = x + 256 * b;
+        __m256 amax = _mm256_setzero_ps();
+        for (int i = 0; i < 32; ++i) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(v + 8 * i)));
+        const float d = abs_max(amax) / 127.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        const __m256 scale = _mm256_set1_ps(id);
+        for (int g = 0; g < 16; ++g) {
+            const __m256i q0 = _mm256_cvtps_epi32(
+                _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(v + 16 * g), scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            const __m256i q1 = _mm256_cvtps_epi32(
+                _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(v + 16 * g + 8), scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xd8);
+            const __m128i bytes = _mm_packs_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].q + 16 * g), bytes);
+            out[b].bsums[g] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q0, q1)));
+        }
+        out[b].d = d;
+    }
+}
+
+float dot_f32_avx2(int64_t n, const std::byte* w, const void* a) {
+    const auto* wf = reinterpret_cast<const float*>(w);
+    const auto* af = static_cast<const float*>(a);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(wf + i + 8 * j), _mm256_loadu_ps(af + i + 8 * j), acc[j]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(wf + i), _mm256_loadu_ps(af + i), acc[0]);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) sum += wf[i] * af[i];
+    return sum;
+}
+
+template <bool kBf16>
+inline __m256 load8_half(U8 p) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (kBf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    else return _mm256_cvtph_ps(bits);
+}
+
+template <bool kBf16>
+float dot_16bit_avx2(int64_t n, const std::byte* w, const void* a) {
+    auto* p = reinterpret_cast<U8>(w);
+    const auto* af = static_cast<const float*>(a);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(load8_half<kBf16>(p + 2 * (i + 8 * j)), _mm256_loadu_ps(af + i + 8 * j), acc[j]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_half<kBf16>(p + 2 * i), _mm256_loadu_ps(af + i), acc[0]);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) {
+        const uint16_t bits = blocks::load_u16(p + 2 * i);
+        float value;
+        if constexpr (kBf16) {
+            const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+            __builtin_memcpy(&value, &wide, 4);
+        } else {
+            value = _cvtsh_ss(bits);
+        }
+        sum += value * af[i];
+    }
+    return sum;
+}
+
+float dot_q8_0_avx2(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock32*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
+        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
+        const __m256 d = _mm256_set1_ps(half(p) * act[b].d);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(wq, aq)), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock32*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    const __m256i eight = _mm256_set1_epi8(8);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+        // low nibbles are elements 0..15, high nibbles 16..31.
+        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
+        const __m256i wq = _mm256_sub_epi8(nibbles, eight);
+        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
+        const __m256 d = _mm256_set1_ps(half(p) * act[b].d);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(wq, aq)), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock256*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    float acc_min = 0;
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
+        int sc[8], m[8];
+        for (int s = 0; s < 8; ++s) blocks::k4_scale_min(p + 4, s, sc[s], m[s]);
+        int summ = 0;
+        for (int s = 0; s < 8; ++s) summ += m[s] * (act[b].bsums[2 * s] + act[b].bsums[2 * s + 1]);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
+            const __m256i lo = _mm256_and_si256(bytes, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+            const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 64 * c));
+            const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 64 * c + 32));
+            // codes are 0..15, unsigned as maddubs wants; weight each sub-block by its scale.
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c]))));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c + 1]))));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half(p) * act[b].d), _mm256_cvtepi32_ps(sumi), acc);
+        acc_min += half(p + 2) * act[b].d * static_cast<float>(summ);
+    }
+    return hsum(acc) - acc_min;
+}
+
+float dot_q6_k_avx2(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock256*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    const __m256i low2 = _mm256_set1_epi8(3);
+    float sum = 0;
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ6_KBytes) {
+        const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
+        int correction = 0;  // codes are stored +32: subtract 32 * sum(scale * activation sums)
+        for (int j = 0; j < 16; ++j) correction += scales[j] * act[b].bsums[j];
+        __m256i sumi = _mm256_setzero_si256();
+        for (int half_index = 0; half_index < 2; ++half_index) {
+            const U8 ql = p + 64 * half_index;
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * half_index));
+            for (int g = 0; g < 4; ++g) {
+                const __m256i lbytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32 * (g % 2)));
+                const __m256i low = _mm256_and_si256(g < 2 ? lbytes : _mm256_srli_epi16(lbytes, 4), low4);
+                const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), low2);
+                const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+                const int o = 128 * half_index + 32 * g;
+                const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + o));
+                // lanes 0..7 hold values o..o+15 (scale o/16), lanes 8..15 the next 16.
+                const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(scales[o / 16 + 1]), _mm_set1_epi16(scales[o / 16]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, aq), scale));
+            }
+        }
+        // Exact integers and the scalar kernel's float operations: results match it bit for bit.
+        const int total = hsum_i32(sumi) - 32 * correction;
+        sum += half(p + 208) * act[b].d * static_cast<float>(total);
+    }
+    return sum;
+}
+
+void gemm_tile_avx2(int64_t k, const float* xp, const float* wp, float* tile) {
+    static_assert(kGemmTokens == 6 && kGemmRows == 16, "the register tile is 6 x 16");
+    __m256 c[6][2];
+    for (int t = 0; t < 6; ++t) c[t][0] = c[t][1] = _mm256_setzero_ps();
+    for (int64_t kk = 0; kk < k; ++kk) {
+        const __m256 w0 = _mm256_loadu_ps(wp + 16 * kk);
+        const __m256 w1 = _mm256_loadu_ps(wp + 16 * kk + 8);
+        for (int t = 0; t < 6; ++t) {
+            const __m256 x = _mm256_broadcast_ss(xp + 6 * kk + t);
+            c[t][0] = _mm256_fmadd_ps(x, w0, c[t][0]);
+            c[t][1] = _mm256_fmadd_ps(x, w1, c[t][1]);
+        }
+    }
+    for (int t = 0; t < 6; ++t) {
+        _mm256_storeu_ps(tile + 16 * t, c[t][0]);
+        _mm256_storeu_ps(tile + 16 * t + 8, c[t][1]);
+    }
+}
+
+float read_sum_avx2(const float* data, int64_t n) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(data + i + 8 * j));
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) sum += data[i];
+    return sum;
+}
+
+double peak_flops_probe_avx2(int64_t iterations, float* sink) {
+    // 12 independent FMA chains: enough to cover 4-cycle latency on two FMA ports.
+    __m256 c[12];
+    for (int j = 0; j < 12; ++j) c[j] = _mm256_set1_ps(static_cast<float>(j));
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iterations; ++i)
+        for (int j = 0; j < 12; ++j) c[j] = _mm256_fmadd_ps(c[j], a, b);
+    __m256 total = c[0];
+    for (int j = 1; j < 12; ++j) total = _mm256_add_ps(total, c[j]);
+    *sink = hsum(total);
+    return 2.0 * 8 * 12 * static_cast<double>(iterations);
+}
+
+}  // namespace
+
+void fill_matmul_avx2(MatmulTable& table) {
+    table.quantize_blocks32 = quantize_blocks32_avx2;
+    table.quantize_blocks256 = quantize_blocks256_avx2;
+    table.dot_f32 = dot_f32_avx2;
+    table.dot_f16 = dot_16bit_avx2<false>;
+    table.dot_bf16 = dot_16bit_avx2<true>;
+    table.dot_q8_0 = dot_q8_0_avx2;
+    table.dot_q4_0 = dot_q4_0_avx2;
+    table.dot_q4_k = dot_q4_k_avx2;
+    table.dot_q6_k = dot_q6_k_avx2;
+    table.gemm_tile = gemm_tile_avx2;
+    table.read_sum = read_sum_avx2;
+    table.peak_flops_probe = peak_flops_probe_avx2;
+}
+
+}  // namespace oxinfer::kernels

@@ -1,0 +1,224 @@
+// Matrix products for every weight type and every instruction-set level this CPU has, checked
+// against an independent double-precision product of the exactly dequantised weights (the
+// dequantisation itself is bit-exact against numpy, see test_ggml_blocks), and each level
+// against the scalar kernels.
+
+#include "checkpoint_writers.h"
+#include "kernels/isa.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_table.h"
+#include "kernels/thread_pool.h"
+#include "test_support.h"
+
+#include <QTest>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+using namespace oxinfer;
+using namespace oxinfer::kernels;
+
+namespace {
+
+// A weight matrix of `rows` x `cols` values. Block types are assembled from the finite golden
+// blocks the numpy reference wrote (real encodings, edge cases included) in random order; plain
+// types from random floats.
+struct TestMatrix {
+    WeightMatrix w;
+    std::vector<std::byte> bytes;
+    std::vector<float> dequantised;  // rows x cols, exactly as convert_to_f32 gives
+};
+
+TestMatrix make_matrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+    TestMatrix m;
+    const DTypeTraits& traits = dtype_traits(type);
+    const int64_t per_row = cols / traits.block_elements;
+    std::mt19937 random(seed);
+    if (traits.quantized) {
+        const std::string base = std::string(OXINFER_REFERENCE_DIR) + "/ggml_blocks/" + std::string(traits.name);
+        const auto blocks = test::read_bytes(base + ".blocks");
+        const auto values = test::read_bytes(base + ".f32");
+        const int64_t count = static_cast<int64_t>(blocks.size()) / traits.block_bytes;
+        std::vector<int64_t> finite;
+        for (int64_t b = 0; b < count; ++b) {
+            bool ok = true;
+            for (int64_t i = 0; i < traits.block_elements; ++i) {
+                float v;
+                std::memcpy(&v, values.data() + 4 * (b * traits.block_elements + i), 4);
+                ok = ok && std::isfinite(v) && std::fabs(v) < 1e4f;
+            }
+            if (ok) finite.push_back(b);
+        }
+        if (finite.empty()) qFatal("no finite golden blocks for %s", traits.name.data());
+        for (int64_t i = 0; i < rows * per_row; ++i) {
+            const int64_t b = finite[random() % finite.size()];
+            m.bytes.insert(m.bytes.end(), blocks.begin() + b * traits.block_bytes, blocks.begin() + (b + 1) * traits.block_bytes);
+        }
+    } else {
+        const auto floats = test::random_floats(static_cast<size_t>(rows * cols), seed);
+        m.bytes.resize(static_cast<size_t>(*dtype_bytes(type, static_cast<uint64_t>(rows * cols))));
+        for (size_t i = 0; i < floats.size(); ++i) {
+            if (type == DType::F32) std::memcpy(m.bytes.data() + 4 * i, &floats[i], 4);
+            else {
+                const uint16_t bits = type == DType::F16 ? f32_to_f16(floats[i]) : f32_to_bf16(floats[i]);
+                std::memcpy(m.bytes.data() + 2 * i, &bits, 2);
+            }
+        }
+    }
+    m.w = {type, rows, cols, m.bytes.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(cols)))};
+    m.dequantised.resize(static_cast<size_t>(rows * cols));
+    convert_to_f32(type, m.bytes.data(), m.dequantised.data(), rows * cols);
+    return m;
+}
+
+}  // namespace
+
+class MatmulTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() {
+        QStringList levels;
+        for (Isa isa : supported_isas()) levels << QString::fromLatin1(isa_name(isa).data(), static_cast<int>(isa_name(isa).size()));
+        qInfo("instruction-set levels covered on this CPU: %s", qPrintable(levels.join(", ")));
+    }
+
+    void products_data() {
+        QTest::addColumn<int>("type");
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("cols");
+        const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,  DType::Q4_1,  DType::Q5_0,
+                               DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,  DType::Q6_K,  DType::IQ4_NL,
+                               DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0, DType::MXFP4};
+        for (DType type : types) {
+            const int64_t block = dtype_traits(type).block_elements;
+            // awkward shapes: one row, rows that are not a multiple of the 16-row tile or the
+            // 16-row thread granule, widths that cross the 256-value cache block.
+            const std::vector<int64_t> widths = block == 1 ? std::vector<int64_t>{1, 7, 33, 300} : block == 32 ? std::vector<int64_t>{32, 96, 288} : std::vector<int64_t>{256, 768};
+            for (int rows : {1, 7, 33})
+                for (int64_t cols : widths)
+                    QTest::addRow("%s %dx%d", dtype_name(type).data(), rows, static_cast<int>(cols)) << static_cast<int>(type) << rows << static_cast<int>(cols);
+        }
+    }
+
+    void products() {
+        QFETCH(int, type);
+        QFETCH(int, rows);
+        QFETCH(int, cols);
+        const TestMatrix m = make_matrix(static_cast<DType>(type), rows, cols, static_cast<uint32_t>(rows * 131 + cols));
+        const bool direct = has_direct_dot(m.w.dtype);
+        const ActivationFormat format = activation_format(m.w.dtype);
+        const int64_t quant_block = !direct ? 0 : format == ActivationFormat::Q8Blocks32 ? 32 : format == ActivationFormat::Q8Blocks256 ? 256 : 0;
+        for (int tokens : {1, 2, 4, 5, 6, 13}) {
+            const auto x = test::random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 7));
+            // Reference in double, and the error bound of each path:
+            //  - f32 arithmetic over `cols` terms: |err| <= cols * 2^-23 * sum|w*x| (a loose,
+            //    order-independent bound on recursive and blocked summation);
+            //  - 8-bit activations (GEMV of block types): each x is off by at most d/2 with
+            //    d = max|x in block| / 127, so |err| <= sum over blocks of sum|w| * d/2.
+            std::vector<double> reference(static_cast<size_t>(tokens * rows)), float_bound(reference.size()), quant_bound(reference.size());
+            for (int t = 0; t < tokens; ++t)
+                for (int r = 0; r < rows; ++r) {
+                    double sum = 0, magnitude = 0, qerr = 0;
+                    for (int c = 0; c < cols; ++c) {
+                        const double w = m.dequantised[static_cast<size_t>(r * cols + c)];
+                        sum += w * x[static_cast<size_t>(t * cols + c)];
+                        magnitude += std::fabs(w * x[static_cast<size_t>(t * cols + c)]);
+                    }
+                    if (quant_block)
+                        for (int b = 0; b < cols / quant_block; ++b) {
+                            double amax = 0, wsum = 0;
+                            for (int i = 0; i < quant_block; ++i) {
+                                const int c = b * static_cast<int>(quant_block) + i;
+                                amax = std::max(amax, std::fabs(double(x[static_cast<size_t>(t * cols + c)])));
+                                wsum += std::fabs(double(m.dequantised[static_cast<size_t>(r * cols + c)]));
+                            }
+                            qerr += wsum * amax / 127.0 / 2.0;
+                        }
+                    reference[static_cast<size_t>(t * rows + r)] = sum;
+                    float_bound[static_cast<size_t>(t * rows + r)] = cols * std::ldexp(1.0, -23) * magnitude + 1e-30;
+                    quant_bound[static_cast<size_t>(t * rows + r)] = qerr * 1.0001 + float_bound[static_cast<size_t>(t * rows + r)];
+                }
+
+            std::vector<float> scalar_gemv;
+            for (Isa isa : supported_isas()) {
+                set_active_isa(isa);
+                for (int threads : {1, 2}) {
+                    ThreadPool pool(threads);
+                    std::vector<float> y_gemv(reference.size()), y_gemm(reference.size()), y(reference.size());
+                    gemv(m.w, x.data(), tokens, y_gemv.data(), pool);
+                    gemm(m.w, x.data(), tokens, y_gemm.data(), pool);
+                    matmul(m.w, x.data(), tokens, y.data(), pool);
+                    if (isa == Isa::Scalar && threads == 1) scalar_gemv = y_gemv;
+                    for (size_t i = 0; i < reference.size(); ++i) {
+                        const auto where = qPrintable(QStringLiteral("%1, %2 threads, %3 tokens, output %4").arg(QLatin1String(isa_name(isa).data())).arg(threads).arg(tokens).arg(i));
+                        QVERIFY2(std::fabs(y_gemm[i] - reference[i]) <= float_bound[i],
+                                 qPrintable(QStringLiteral("gemm %1: %2 vs reference %3").arg(where).arg(y_gemm[i]).arg(reference[i])));
+                        QVERIFY2(std::fabs(y_gemv[i] - reference[i]) <= (quant_block ? quant_bound[i] : float_bound[i]),
+                                 qPrintable(QStringLiteral("gemv %1: %2 vs reference %3").arg(where).arg(y_gemv[i]).arg(reference[i])));
+                        // Every level computes the same quantised products; only the order of
+                        // float additions differs from the scalar kernels.
+                        QVERIFY2(std::fabs(y_gemv[i] - scalar_gemv[i]) <= float_bound[i] + (quant_block ? 1e-6 * quant_bound[i] : 0),
+                                 qPrintable(QStringLiteral("gemv %1: %2 vs scalar %3").arg(where).arg(y_gemv[i]).arg(scalar_gemv[i])));
+                        QCOMPARE(y[i], tokens <= kGemvMaxTokens ? y_gemv[i] : y_gemm[i]);
+                    }
+                }
+            }
+            set_active_isa(best_isa());
+        }
+    }
+
+    void activationQuantisationIsIdenticalOnEveryLevel() {
+        const auto x = test::random_floats(1024, 99);
+        std::vector<ActBlock32> reference32(32), blocks32(32);
+        std::vector<ActBlock256> reference256(4), blocks256(4);
+        matmul_table(Isa::Scalar).quantize_blocks32(x.data(), reference32.data(), 1024);
+        matmul_table(Isa::Scalar).quantize_blocks256(x.data(), reference256.data(), 1024);
+        // independent check of the rule on one block
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i)]));
+        QCOMPARE(reference32[0].d, amax / 127.0f);
+        for (int i = 0; i < 32; ++i) QVERIFY(std::fabs(reference32[0].q[i] * reference32[0].d - x[static_cast<size_t>(i)]) <= reference32[0].d / 2 * 1.0001f);
+        for (Isa isa : supported_isas()) {
+            matmul_table(isa).quantize_blocks32(x.data(), blocks32.data(), 1024);
+            matmul_table(isa).quantize_blocks256(x.data(), blocks256.data(), 1024);
+            for (size_t b = 0; b < 32; ++b) {
+                QCOMPARE(blocks32[b].d, reference32[b].d);
+                QCOMPARE(blocks32[b].qsum, reference32[b].qsum);
+                QCOMPARE(std::memcmp(blocks32[b].q, reference32[b].q, 32), 0);
+            }
+            for (size_t b = 0; b < 4; ++b) {
+                QCOMPARE(blocks256[b].d, reference256[b].d);
+                QCOMPARE(std::memcmp(blocks256[b].q, reference256[b].q, 256), 0);
+                QCOMPARE(std::memcmp(blocks256[b].bsums, reference256[b].bsums, 32), 0);
+            }
+        }
+    }
+
+    void unsupportedTypeIsAnError() {
+        ThreadPool pool(1);
+        std::vector<std::byte> bytes(66);
+        const WeightMatrix w{DType::IQ2_XXS, 1, 256, bytes.data(), 66};
+        std::vector<float> x(256), y(1);
+        OXINFER_EXPECT_ERROR(matmul(w, x.data(), 1, y.data(), pool), "unsupported tensor type");
+    }
+
+    void threadPoolRunsEveryIndexOnce() {
+        for (int threads : {1, 2, 3, 8}) {
+            ThreadPool pool(threads);
+            QCOMPARE(pool.size(), threads);
+            for (int repeat = 0; repeat < 1000; ++repeat) {
+                std::vector<std::atomic<int>> hits(257);
+                pool.parallel_for(257, 16, [&](int64_t begin, int64_t end) {
+                    for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
+                });
+                for (auto& hit : hits) QCOMPARE(hit.load(), 1);
+            }
+        }
+        QVERIFY(ThreadPool().size() >= 1);
+    }
+};
+
+QTEST_APPLESS_MAIN(MatmulTest)
+#include "test_matmul.moc"
