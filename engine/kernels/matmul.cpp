@@ -148,11 +148,13 @@ float dot_q6_k_scalar(int64_t n, const std::byte* w, const void* a) {
     return sum;
 }
 
-void gemm_tile_scalar(int64_t k, const float* xp, const float* wp, float* tile) {
-    for (int i = 0; i < kGemmTokens * kGemmRows; ++i) tile[i] = 0;
+void gemm_tile_scalar(int64_t k, const float* xp, const float* wp, float* c, int64_t ldc, bool accumulate) {
+    float tile[kGemmTokens * kGemmRows] = {};
     for (int64_t kk = 0; kk < k; ++kk)
         for (int t = 0; t < kGemmTokens; ++t)
             for (int r = 0; r < kGemmRows; ++r) tile[t * kGemmRows + r] += xp[kk * kGemmTokens + t] * wp[kk * kGemmRows + r];
+    for (int t = 0; t < kGemmTokens; ++t)
+        for (int r = 0; r < kGemmRows; ++r) c[t * ldc + r] = (accumulate ? c[t * ldc + r] : 0.0f) + tile[t * kGemmRows + r];
 }
 
 float read_sum_scalar(const float* data, int64_t n) {
@@ -306,10 +308,8 @@ void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
     const MatmulTable& table = matmul_table(active_isa());
     const int64_t K = w.cols;
     const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
-    // Cache blocking: kKc values of K (a multiple of every block size) per W panel, kMcGroups
-    // token groups per activation block, so that block (~100 KB) stays in L2 across panels.
+    // kKc values of K (a multiple of every block size) per packed W panel: 16 KB, L1-resident.
     constexpr int64_t kKc = 256;
-    constexpr int64_t kMcGroups = 16;
 
     // Activations packed once: group g holds K steps of kGemmTokens values, zero-padded.
     std::vector<float> packed_x(static_cast<size_t>(groups * K * kGemmTokens));
@@ -323,38 +323,42 @@ void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
         }
     });
 
+    // Each thread owns panels of 16 output rows. A panel's outputs (tokens x 16 floats) stay in
+    // cache while its weights are dequantised once, slice by slice, and every token group is
+    // multiplied by each slice; the packed activations stream from the shared last-level cache.
     const int64_t panels = (w.rows + kGemmRows - 1) / kGemmRows;
-    const auto block = dtype_traits(w.dtype).block_elements;
+    const auto block_elements = dtype_traits(w.dtype).block_elements;
+    const auto block_bytes = static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
     pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
         std::vector<float> rows_f32(static_cast<size_t>(kGemmRows * kKc));
         std::vector<float> packed_w(static_cast<size_t>(kKc * kGemmRows));
         float tile[kGemmTokens * kGemmRows];
-        for (int64_t g0 = 0; g0 < groups; g0 += kMcGroups) {
-            const int64_t g1 = std::min(groups, g0 + kMcGroups);
+        for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+            const int64_t r0 = panel * kGemmRows;
+            const int64_t valid_rows = std::min<int64_t>(kGemmRows, w.rows - r0);
             for (int64_t k0 = 0; k0 < K; k0 += kKc) {
                 const int64_t kc = std::min(kKc, K - k0);
-                const uint64_t byte_offset = static_cast<uint64_t>(k0 / block) * static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
-                for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
-                    const int64_t r0 = panel * kGemmRows;
-                    const int64_t valid_rows = std::min<int64_t>(kGemmRows, w.rows - r0);
-                    for (int64_t r = 0; r < kGemmRows; ++r) {
-                        float* dst = rows_f32.data() + r * kKc;
-                        if (r < valid_rows) convert_to_f32(w.dtype, w.data + (r0 + r) * w.row_bytes + byte_offset, dst, kc);
-                        else std::fill(dst, dst + kc, 0.0f);
+                const uint64_t byte_offset = static_cast<uint64_t>(k0 / block_elements) * block_bytes;
+                for (int64_t r = 0; r < kGemmRows; ++r) {
+                    float* dst = rows_f32.data() + r * kKc;
+                    if (r < valid_rows) convert_to_f32(w.dtype, w.data + (r0 + r) * w.row_bytes + byte_offset, dst, kc);
+                    else std::fill(dst, dst + kc, 0.0f);
+                }
+                for (int64_t k = 0; k < kc; ++k)
+                    for (int64_t r = 0; r < kGemmRows; ++r) packed_w[static_cast<size_t>(k * kGemmRows + r)] = rows_f32[static_cast<size_t>(r * kKc + k)];
+                for (int64_t g = 0; g < groups; ++g) {
+                    const float* xs = packed_x.data() + (g * K + k0) * kGemmTokens;
+                    const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
+                    float* out = y + g * kGemmTokens * w.rows + r0;
+                    if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
+                        table.gemm_tile(kc, xs, packed_w.data(), out, w.rows, k0 > 0);
+                        continue;
                     }
-                    for (int64_t k = 0; k < kc; ++k)
-                        for (int64_t r = 0; r < kGemmRows; ++r) packed_w[static_cast<size_t>(k * kGemmRows + r)] = rows_f32[static_cast<size_t>(r * kKc + k)];
-                    for (int64_t g = g0; g < g1; ++g) {
-                        table.gemm_tile(kc, packed_x.data() + (g * K + k0) * kGemmTokens, packed_w.data(), tile);
-                        const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
-                        for (int64_t t = 0; t < valid_tokens; ++t) {
-                            float* out = y + (g * kGemmTokens + t) * w.rows + r0;
-                            const float* in = tile + t * kGemmRows;
-                            if (k0 == 0) std::copy(in, in + valid_rows, out);
-                            else
-                                for (int64_t r = 0; r < valid_rows; ++r) out[r] += in[r];
-                        }
-                    }
+                    // A tile at the edge of the output: computed aside, only its valid part kept.
+                    table.gemm_tile(kc, xs, packed_w.data(), tile, kGemmRows, false);
+                    for (int64_t t = 0; t < valid_tokens; ++t)
+                        for (int64_t r = 0; r < valid_rows; ++r)
+                            out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
                 }
             }
         }

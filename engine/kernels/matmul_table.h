@@ -49,8 +49,9 @@ struct MatmulTable {
     RowDot dot_q4_0;
     RowDot dot_q4_k;
     RowDot dot_q6_k;
-    // tile[t][r] = sum_k packed_x[k][t] * packed_w[k][r] for a kGemmTokens x kGemmRows tile.
-    void (*gemm_tile)(int64_t k, const float* packed_x, const float* packed_w, float* tile);
+    // c[t * ldc + r] (+)= sum_k packed_x[k][t] * packed_w[k][r] for a kGemmTokens x kGemmRows
+    // tile: added to c when `accumulate`, else stored.
+    void (*gemm_tile)(int64_t k, const float* packed_x, const float* packed_w, float* c, int64_t ldc, bool accumulate);
     // Benchmark probes: the sum of n floats read as fast as the level allows (memory
     // bandwidth), and `iterations` rounds of independent multiply-adds, returning the number of
     // floating-point operations done (peak arithmetic rate; the sum lands in *sink).
