@@ -14,6 +14,13 @@ using namespace oxinfer::test;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
+namespace {
+std::string read_bytes_text(const char* path) {
+    const auto bytes = read_bytes(path);
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+}  // namespace
+
 class CliTest : public QObject {
     Q_OBJECT
 
@@ -47,6 +54,7 @@ private slots:
         QTest::newRow("safetensors") << "m.safetensors" << "safetensors" << "" << QStringList{"a.weight", "b.bias"};
         QTest::newRow("gguf") << "m.gguf" << "gguf" << "llama" << QStringList{"token_embd.weight", "blk.0.three"};
         QTest::newRow("folder") << "folder" << "safetensors" << "Qwen3ForCausalLM" << QStringList{"x", "y"};
+        QTest::newRow("torch") << "@" OXINFER_REFERENCE_DIR "/torch/tied.pt" << "torch" << "" << QStringList{"embed.weight", "lm_head.weight", "norm.weight"};
     }
 
     void inspectJson() {
@@ -54,7 +62,8 @@ private slots:
         QFETCH(QString, format);
         QFETCH(QString, architecture);
         QFETCH(QStringList, names);
-        const ProcessResult result = run_cli({"inspect", at(file.toStdString()), "--json"});
+        const QString path = file.startsWith('@') ? file.mid(1) : at(file.toStdString());
+        const ProcessResult result = run_cli({"inspect", path, "--json"});
         QCOMPARE(result.exit_code, 0);
         const json out = json::parse(result.out.toStdString());
         QCOMPARE(QString::fromStdString(out["format"]), format);
@@ -110,6 +119,18 @@ private slots:
         array = read_npy_f32(out);
         QCOMPARE(array.shape, (std::vector<int64_t>{1, 4}));
         QCOMPARE(array.values, random_floats(4, 5));
+
+        // A transposed view in a torch.save file comes out in row-major order of its own shape.
+        result = run_cli({"tensor", OXINFER_REFERENCE_DIR "/torch/views.pt", "transposed", "--out", QString::fromStdString(out.string())});
+        QCOMPARE(result.exit_code, 0);
+        array = read_npy_f32(out);
+        const json expected = json::parse(read_bytes_text(OXINFER_REFERENCE_DIR "/torch/views.json"));
+        for (const json& tensor : expected["tensors"]) {
+            if (tensor["name"] != "transposed") continue;
+            QVERIFY(json(array.shape) == tensor["shape"]);
+            QCOMPARE(array.values.size(), tensor["values"].size());
+            for (size_t i = 0; i < array.values.size(); ++i) QCOMPARE(array.values[i], tensor["values"][i].get<float>());
+        }
     }
 
     void errorsAreOneLine_data() {

@@ -136,6 +136,7 @@ std::optional<uint64_t> dtype_bytes(DType type, uint64_t elements) {
 bool can_convert_to_f32(DType type) { return !dtype_traits(type).quantized || ggml_blocks_supported(type); }
 
 void convert_to_f32(DType type, const void* src, float* dst, int64_t count) {
+    if (count <= 0) return;  // empty tensors may have null data
     const auto* bytes = static_cast<const unsigned char*>(src);
     switch (type) {
         case DType::F32: std::memcpy(dst, src, static_cast<size_t>(count) * 4); return;
