@@ -152,7 +152,7 @@ private slots:
                     matmul(m.w, x.data(), tokens, y.data(), pool);
                     if (isa == Isa::Scalar && threads == 1) scalar_gemv = y_gemv;
                     for (size_t i = 0; i < reference.size(); ++i) {
-                        const auto where = qPrintable(QStringLiteral("%1, %2 threads, %3 tokens, output %4").arg(QLatin1String(isa_name(isa).data())).arg(threads).arg(tokens).arg(i));
+                        const QString where = QStringLiteral("%1, %2 threads, %3 tokens, output %4").arg(QLatin1String(isa_name(isa).data())).arg(threads).arg(tokens).arg(i);
                         QVERIFY2(std::fabs(y_gemm[i] - reference[i]) <= float_bound[i],
                                  qPrintable(QStringLiteral("gemm %1: %2 vs reference %3").arg(where).arg(y_gemm[i]).arg(reference[i])));
                         QVERIFY2(std::fabs(y_gemv[i] - reference[i]) <= (quant_block ? quant_bound[i] : float_bound[i]),

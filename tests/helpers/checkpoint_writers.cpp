@@ -31,7 +31,7 @@ std::vector<std::byte> encode(T value) {
 
 TestTensor f32_tensor(std::string name, std::vector<int64_t> shape, const std::vector<float>& values) {
     std::vector<std::byte> bytes(values.size() * 4);
-    std::memcpy(bytes.data(), values.data(), bytes.size());
+    if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
     return {std::move(name), DType::F32, std::move(shape), std::move(bytes)};
 }
 
@@ -99,7 +99,7 @@ std::vector<std::byte> read_bytes(const std::filesystem::path& path) {
     if (!in) throw std::runtime_error("cannot read " + path.string());
     std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<std::byte> out(chars.size());
-    std::memcpy(out.data(), chars.data(), chars.size());
+    if (!chars.empty()) std::memcpy(out.data(), chars.data(), chars.size());
     return out;
 }
 
