@@ -1,0 +1,229 @@
+// Attention over a KV cache: causal or not, sliding window, grouped-query, online softmax over
+// blocks of keys (flash-style) with float32 accumulators. The block loop is shared by every level;
+// the table's kv_dot / exp_sum / kv_axpy / scale do the per-key work.
+//
+// Work is split into (token, kv head) items: the query heads that share a kv head go through each
+// block of keys one after the other, so the block is read from memory once and from L1 by the
+// rest of the group. A query's visible keys always form one contiguous range of positions, so
+// there is no per-key mask: the range is cut into partitions of kPartitionKeys keys, each reduced
+// on its own to (max, sum, acc), and the partitions are merged in order. When there are fewer
+// items than threads (decoding), the partitions themselves run in parallel; otherwise each item
+// runs its partitions in sequence. Both orders do the same arithmetic, so the output never
+// depends on the thread count.
+
+#include "kernels/ops_table.h"
+#include "kernels/thread_pool.h"
+
+#include <oxinfer/error.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace oxinfer::kernels {
+namespace {
+
+constexpr int64_t kBlockKeys = 64;       // keys scored at once: the block's K and V rows stay in L1
+constexpr int64_t kPartitionKeys = 512;  // keys per independently reduced partition
+
+struct Range {
+    int64_t lo = 0, hi = 0;  // visible key positions [lo, hi)
+    int64_t partitions() const { return hi > lo ? (hi - lo + kPartitionKeys - 1) / kPartitionKeys : 0; }
+};
+
+// Online-softmax state of one (token, head) over some keys: out = acc / sum, all relative to max.
+// Stored as [max, sum, acc[head_dim]] in a float buffer.
+struct State {
+    float* data;
+    float& max() const { return data[0]; }
+    float& sum() const { return data[1]; }
+    float* acc() const { return data + 2; }
+};
+
+struct Job {
+    const OpsTable& table;
+    const AttentionParams& p;
+    const float* q;
+    const int64_t* positions;
+    const KvCacheView& k;
+    const KvCacheView& v;
+    int64_t kv_begin, kv_end;
+    int kv_type;
+    int64_t group;       // query heads per kv head
+    int64_t state_size;  // floats per State: head_dim + 2
+
+    Range visible(int64_t t) const {
+        if (!p.causal) return {kv_begin, kv_end};
+        const int64_t pos = positions[t];
+        int64_t lo = kv_begin;
+        if (p.window > 0) lo = std::max(lo, pos - p.window + 1);
+        return {lo, std::max(lo, std::min(kv_end, pos + 1))};
+    }
+
+    const std::byte* row(const KvCacheView& cache, int64_t kv_head, int64_t position) const {
+        const int64_t slot = cache.ring_size > 0 ? position % cache.ring_size : position;
+        return cache.data + kv_head * cache.head_stride + slot * cache.position_stride;
+    }
+
+    // Reduces keys [lo, hi) for the `group` query heads of kv head `kv_head` at token t into fresh
+    // states (states + g·state_size for head kv_head·group + g).
+    void partial(int64_t t, int64_t kv_head, int64_t lo, int64_t hi, float* states) const {
+        const int64_t dim = p.head_dim;
+        for (int64_t g = 0; g < group; ++g) {
+            const State s{states + g * state_size};
+            s.max() = -INFINITY;
+            s.sum() = 0;
+            std::fill(s.acc(), s.acc() + dim, 0.0f);
+        }
+        float scores[kBlockKeys];
+        for (int64_t first = lo; first < hi;) {
+            // A block is at most kBlockKeys keys of consecutive slots (a ring wraps between blocks).
+            int64_t count = std::min(kBlockKeys, hi - first);
+            if (k.ring_size > 0) count = std::min(count, k.ring_size - first % k.ring_size);
+            const std::byte* keys = row(k, kv_head, first);
+            const std::byte* values = row(v, kv_head, first);
+            for (int64_t g = 0; g < group; ++g) {
+                const State s{states + g * state_size};
+                const float* query = q + (t * p.heads + kv_head * group + g) * dim;
+                table.kv_dot[kv_type](query, keys, k.position_stride, count, dim, scores);
+                for (int64_t j = 0; j < count; ++j) scores[j] *= p.scale;
+                if (p.softcap > 0) table.softcap(scores, p.softcap, count);
+                float block_max = s.max();
+                for (int64_t j = 0; j < count; ++j) block_max = std::max(block_max, scores[j]);
+                if (block_max > s.max()) {  // rescale what was accumulated against the old max
+                    const float factor = std::exp(s.max() - block_max);
+                    s.sum() *= factor;
+                    table.scale(s.acc(), factor, dim);
+                    s.max() = block_max;
+                }
+                s.sum() += static_cast<float>(table.exp_sum(scores, count, s.max()));
+                table.kv_axpy[kv_type](scores, values, v.position_stride, count, dim, s.acc());
+            }
+            first += count;
+        }
+    }
+};
+
+// into = merge(into, other): both rescaled to the larger max.
+void merge(const State& into, const State& other, int64_t dim) {
+    const float max = std::max(into.max(), other.max());
+    const float a = std::exp(into.max() - max), b = std::exp(other.max() - max);
+    into.sum() = into.sum() * a + other.sum() * b;
+    for (int64_t i = 0; i < dim; ++i) into.acc()[i] = into.acc()[i] * a + other.acc()[i] * b;
+    into.max() = max;
+}
+
+void finish(const OpsTable& table, const State& state, float* out, int64_t dim) {
+    if (state.sum() > 0) {
+        std::copy(state.acc(), state.acc() + dim, out);
+        table.scale(out, 1.0f / state.sum(), dim);
+    } else {
+        std::fill(out, out + dim, 0.0f);  // no visible key
+    }
+}
+
+void check(const AttentionParams& p, const KvCacheView& k, const KvCacheView& v, int64_t kv_begin, int64_t kv_end) {
+    const auto fail = [](const std::string& problem) { throw Error("attention", problem); };
+    if (p.heads <= 0 || p.kv_heads <= 0 || p.head_dim <= 0 || p.heads % p.kv_heads != 0)
+        fail("heads " + std::to_string(p.heads) + " must be a positive multiple of kv_heads " + std::to_string(p.kv_heads) +
+             " and head_dim " + std::to_string(p.head_dim) + " positive");
+    if (p.window < 0 || (!p.causal && p.window > 0)) fail("a sliding window needs causal attention");
+    if (kv_begin < 0 || kv_end < kv_begin) fail("bad cached range");
+    for (const KvCacheView* cache : {&k, &v}) {
+        if (cache->dtype != DType::F32 && cache->dtype != DType::F16 && cache->dtype != DType::BF16)
+            fail("the KV cache must be f32, f16 or bf16, not " + std::string(dtype_name(cache->dtype)));
+        if (cache->ring_size < 0 || (cache->ring_size > 0 && kv_end - kv_begin > cache->ring_size))
+            fail("the cached range [" + std::to_string(kv_begin) + ", " + std::to_string(kv_end) +
+                 ") does not fit a ring of " + std::to_string(cache->ring_size));
+    }
+    if (k.dtype != v.dtype || k.ring_size != v.ring_size) fail("K and V caches must have the same type and ring size");
+}
+
+int kv_type_of(DType type) { return type == DType::F32 ? KvF32 : type == DType::F16 ? KvF16 : KvBf16; }
+
+}  // namespace
+
+void attention_with(const OpsTable& table, const AttentionParams& params, const float* q, int64_t tokens,
+                    const int64_t* query_positions, const KvCacheView& k, const KvCacheView& v, int64_t kv_begin,
+                    int64_t kv_end, float* out, ThreadPool& pool) {
+    check(params, k, v, kv_begin, kv_end);
+    if (tokens <= 0) return;
+    const int64_t dim = params.head_dim;
+    const int64_t group = params.heads / params.kv_heads;
+    const Job job{table, params, q, query_positions, k, v, kv_begin, kv_end, kv_type_of(k.dtype), group, dim + 2};
+    const int64_t items = tokens * params.kv_heads;  // (token, kv head), each with `group` query heads
+    const int64_t group_size = group * job.state_size;
+    int64_t max_partitions = 0;
+    for (int64_t t = 0; t < tokens; ++t) max_partitions = std::max(max_partitions, job.visible(t).partitions());
+
+    // The output of item `item`'s query head g.
+    const auto output = [&](int64_t item, int64_t g) {
+        const int64_t t = item / params.kv_heads, kv_head = item % params.kv_heads;
+        return out + (t * params.heads + kv_head * group + g) * dim;
+    };
+
+    if (items >= 2 * pool.size() || max_partitions <= 1) {
+        // Enough items to keep every thread busy: each item merges its partitions in sequence.
+        // Items are handed out one at a time, since causal rows grow with the token index.
+        std::atomic<int64_t> next{0};
+        pool.run([&](int, int) {
+            std::vector<float> scratch(static_cast<size_t>(2 * group_size));
+            float* total = scratch.data();
+            float* part = scratch.data() + group_size;
+            for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+                const int64_t t = item / params.kv_heads, kv_head = item % params.kv_heads;
+                const Range range = job.visible(t);
+                for (int64_t index = 0; index < range.partitions(); ++index) {
+                    const int64_t lo = range.lo + index * kPartitionKeys;
+                    job.partial(t, kv_head, lo, std::min(range.hi, lo + kPartitionKeys), index == 0 ? total : part);
+                    if (index > 0)
+                        for (int64_t g = 0; g < group; ++g)
+                            merge(State{total + g * job.state_size}, State{part + g * job.state_size}, dim);
+                }
+                for (int64_t g = 0; g < group; ++g) {
+                    if (range.partitions() == 0) total[g * job.state_size + 1] = 0;  // sum 0: zeros
+                    finish(table, State{total + g * job.state_size}, output(item, g), dim);
+                }
+            }
+        });
+        return;
+    }
+
+    // Few items (decoding): every partition of every item is a unit of work with its own states.
+    std::vector<float> states(static_cast<size_t>(items * max_partitions * group_size));
+    const auto states_at = [&](int64_t item, int64_t index) { return states.data() + (item * max_partitions + index) * group_size; };
+    const int64_t units = items * max_partitions;
+    std::atomic<int64_t> next{0};
+    pool.run([&](int, int) {
+        for (int64_t unit; (unit = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+            const int64_t item = unit / max_partitions, index = unit % max_partitions;
+            const int64_t t = item / params.kv_heads, kv_head = item % params.kv_heads;
+            const Range range = job.visible(t);
+            if (index >= range.partitions()) continue;
+            const int64_t lo = range.lo + index * kPartitionKeys;
+            job.partial(t, kv_head, lo, std::min(range.hi, lo + kPartitionKeys), states_at(item, index));
+        }
+    });
+    pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+            const Range range = job.visible(item / params.kv_heads);
+            float* total = states_at(item, 0);
+            for (int64_t index = 1; index < range.partitions(); ++index)
+                for (int64_t g = 0; g < group; ++g)
+                    merge(State{total + g * job.state_size}, State{states_at(item, index) + g * job.state_size}, dim);
+            for (int64_t g = 0; g < group; ++g) {
+                if (range.partitions() == 0) total[g * job.state_size + 1] = 0;  // sum 0: zeros
+                finish(table, State{total + g * job.state_size}, output(item, g), dim);
+            }
+        }
+    });
+}
+
+void attention(const AttentionParams& params, const float* q, int64_t tokens, const int64_t* query_positions,
+               const KvCacheView& k, const KvCacheView& v, int64_t kv_begin, int64_t kv_end, float* out, ThreadPool& pool) {
+    attention_with(ops_table(active_isa()), params, q, tokens, query_positions, k, v, kv_begin, kv_end, out, pool);
+}
+
+}  // namespace oxinfer::kernels

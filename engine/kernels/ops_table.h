@@ -1,0 +1,74 @@
+#pragma once
+// One table of kernel entry points per ISA level. The scalar table is the reference; each SIMD
+// level starts from the level below it and overrides the entries it accelerates (AVX2 on scalar,
+// AVX-512 on AVX2, NEON on scalar). Tests run every entry of every supported level against
+// ops_table(Isa::Scalar); the functions of kernels/ops.h call ops_table(active_isa()).
+
+#include "kernels/isa.h"
+#include "kernels/ops.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace oxinfer::kernels {
+
+// Index of a KV-cache element type in the kv_dot/kv_axpy arrays.
+enum KvType : int { KvF32 = 0, KvF16 = 1, KvBf16 = 2, KvTypeCount = 3 };
+
+struct OpsTable {
+    void (*rms_norm)(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps, bool weight_offset_one);
+    void (*layer_norm)(const float* x, const float* weight, const float* bias, float* y, int64_t rows, int64_t n, float eps);
+    void (*softmax)(float* x, int64_t rows, int64_t n);
+    // Rotates one token's heads (x[heads][head_dim]) by precomputed cos/sin[rotary_dim/2]; see rope().
+    void (*rope_rotate)(float* x, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float* cos, const float* sin,
+                        RopeLayout layout);
+
+    void (*silu)(const float* x, float* y, int64_t n);
+    void (*gelu_tanh)(const float* x, float* y, int64_t n);
+    void (*gelu_erf)(const float* x, float* y, int64_t n);
+    void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+    void (*geglu_tanh)(const float* gate, const float* up, float* out, int64_t n);
+    void (*add)(const float* a, const float* b, float* out, int64_t n);
+    void (*mul)(const float* a, const float* b, float* out, int64_t n);
+    void (*scale)(float* x, float s, int64_t n);
+    void (*softcap)(float* x, float cap, int64_t n);
+
+    void (*f16_to_f32_row)(const uint16_t* src, float* dst, int64_t n);
+    void (*bf16_to_f32_row)(const uint16_t* src, float* dst, int64_t n);
+    void (*f32_to_f16_row)(const float* src, uint16_t* dst, int64_t n);
+    void (*f32_to_bf16_row)(const float* src, uint16_t* dst, int64_t n);
+
+    // Attention inner loops. exp_sum: x[i] = exp(x[i] - max), returns the sum (accumulated in
+    // double). kv_dot: scores[j] = q · row_j. kv_axpy: acc += Σ_j weights[j] · row_j. Row j
+    // starts at rows + j·stride bytes and holds dim values of the indexed KvType.
+    double (*exp_sum)(float* x, int64_t n, float max);
+    void (*kv_dot[KvTypeCount])(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores);
+    void (*kv_axpy[KvTypeCount])(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim,
+                                 float* acc);
+};
+
+// The table of a level this build contains and this CPU supports (built on first use); throws
+// oxinfer::Error for any other level, so that no SIMD code runs on a CPU without it.
+const OpsTable& ops_table(Isa isa);
+
+// attention() with the inner loops of a given table (tests compare levels through it).
+void attention_with(const OpsTable& table, const AttentionParams& params, const float* q, int64_t tokens,
+                    const int64_t* query_positions, const KvCacheView& k, const KvCacheView& v, int64_t kv_begin,
+                    int64_t kv_end, float* out, ThreadPool& pool);
+
+// Angles of one token for rope(): cos[i] and sin[i] of float(position) · inv_freq[i], scaled by
+// attention_factor, for i < half. Plain scalar code shared by every level, so all levels rotate by
+// the very same cos/sin.
+void rope_angles(int64_t position, const float* inv_freq, int64_t half, float attention_factor, float* cos, float* sin);
+
+// Filled by each level's own file. Each fill function is itself compiled for its ISA: call it only
+// on a CPU that has it (ops_table() does).
+void fill_ops_scalar(OpsTable& table);
+#if defined(__x86_64__) || defined(_M_X64)
+void fill_ops_avx2(OpsTable& table);
+#endif
+#if defined(__aarch64__)
+void fill_ops_neon(OpsTable& table);
+#endif
+
+}  // namespace oxinfer::kernels

@@ -1,0 +1,480 @@
+// AVX2 + FMA + F16C versions of the hot ops (kernels/ops_table.h).
+//
+// This file is compiled with -mavx2 -mfma -mf16c and must stay self-contained: everything lives in
+// an anonymous namespace and uses only intrinsics and plain loops. Calling an inline function or
+// template shared with other files (std::min on floats, std::vector methods, <cmath> overloads,
+// lambdas handed to templates from other headers) would emit an AVX2 copy of it under its common
+// name, which the linker may keep for the whole program; it would then die with "Illegal
+// instruction" on an older CPU. The only exported symbol is fill_ops_avx2().
+//
+// Accuracy (checked against double precision over their whole useful range, see the tests):
+//   exp:  Cephes expf reduction and polynomial, max relative error 1.4 ulp (1e-7), right from
+//         2^-149 up to overflow; NaN in, NaN out.
+//   tanh: Cephes tanhf (odd polynomial below 0.625, 1 - 2/(e^2x + 1) above), 2.2 ulp.
+//   erfc: Numerical Recipes' erfcc fit (relative error 1.05e-7 everywhere) on top of exp, with
+//         exp(-z²) taken from the exactly split z² so the large exponent adds no error.
+// Reductions (sums of squares, softmax sums) accumulate in double like the scalar reference.
+// RoPE, add, mul, scale and the conversions do the same float operations in the same order as the
+// scalar code (no FMA contraction), so they match it bit for bit.
+
+// GCC fuses a multiply and an add written as separate intrinsics into one FMA (-ffp-contract=fast
+// is its default even in ISO mode), which would make RoPE and the GELU argument differ from the
+// scalar code. Explicit _fmadd_ intrinsics still give FMAs. (Clang and MSVC do not fuse across
+// statements.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "kernels/ops_table.h"
+
+#include <immintrin.h>
+
+namespace oxinfer::kernels {
+namespace {
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+inline __m256i tail_mask(int64_t rem) {  // lanes [0, rem) set, rem in [0, 8]
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rem)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline __m256 load_tail(const float* p, int64_t rem) { return _mm256_maskload_ps(p, tail_mask(rem)); }
+inline void store_tail(float* p, __m256 v, int64_t rem) { _mm256_maskstore_ps(p, tail_mask(rem), v); }
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+inline double hsum(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+inline __m256d widen_lo(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+inline __m256d widen_hi(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
+inline float inv_sqrt_double(double value) {  // (float)(1 / sqrt(value)), as the scalar code
+    const double root = _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(value)));
+    return static_cast<float>(1.0 / root);
+}
+
+inline __m256 exp256(__m256 x) {
+    // min/max return their second operand when one is NaN, so a NaN passes through.
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    // 2^n in two halves: n reaches -150 (denormal results) and 128 (overflow to inf).
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+}
+
+inline __m256 abs256(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+
+inline __m256 tanh256(__m256 x) {
+    const __m256 a = abs256(x);
+    const __m256 z = _mm256_mul_ps(a, a);
+    __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), a, a);
+    const __m256 e = exp256(_mm256_add_ps(a, a));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 large = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+    const __m256 t = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+    return _mm256_or_ps(t, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+}
+
+// erfc(z) for z >= 0 (NR erfcc): t = 1/(1 + z/2), erfc = t·exp(-z²)·exp(P(t)); exactly 0 beyond
+// z = 10 (erfc(10) = 2e-45), so that gelu_erf(±inf) is ±inf·{0, 2} as in the scalar code.
+inline __m256 erfc_positive256(__m256 z) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one));
+    __m256 p = _mm256_set1_ps(0.17087277f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.13520398f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.27886807f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.18628806f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.09678418f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
+    const __m256 z2 = _mm256_mul_ps(z, z);
+    const __m256 z2_error = _mm256_fmsub_ps(z, z, z2);  // z² = z2 + z2_error exactly
+    // exp(-z²) = exp(-z2) · exp(-z2_error) ≈ exp(-z2) · (1 - z2_error); |z2_error| < 4e-6.
+    const __m256 gauss = _mm256_mul_ps(exp256(_mm256_sub_ps(_mm256_setzero_ps(), z2)), _mm256_sub_ps(one, z2_error));
+    const __m256 erfc = _mm256_mul_ps(_mm256_mul_ps(t, gauss), exp256(p));
+    return _mm256_andnot_ps(_mm256_cmp_ps(z, _mm256_set1_ps(10.0f), _CMP_GT_OQ), erfc);  // NaN stays NaN
+}
+
+inline __m256 silu256(__m256 x) {
+    const __m256 e = exp256(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+inline __m256 gelu_tanh256(__m256 x) {  // x / (1 + exp(-2u)), u as the scalar code rounds it
+    const __m256 cube = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), x), x), x);
+    const __m256 inner = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f), _mm256_add_ps(x, cube));
+    const __m256 e = exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0f), inner));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+inline __m256 gelu_erf256(__m256 x) {  // 0.5x · erfc(-x/√2)
+    const __m256 z = _mm256_mul_ps(abs256(x), _mm256_set1_ps(0.7071067811865476f));
+    const __m256 e = erfc_positive256(z);  // erfc(|x|/√2); erfc(-a) = 2 - erfc(a)
+    const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+    const __m256 factor = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), e), e, negative);
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), factor);
+}
+
+// ---- row ops ----------------------------------------------------------------------------------
+
+void rms_norm_avx2(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps, bool offset_one) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(), s3 = _mm256_setzero_pd();
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+            const __m256d a0 = widen_lo(a), a1 = widen_hi(a), b0 = widen_lo(b), b1 = widen_hi(b);
+            s0 = _mm256_fmadd_pd(a0, a0, s0);
+            s1 = _mm256_fmadd_pd(a1, a1, s1);
+            s2 = _mm256_fmadd_pd(b0, b0, s2);
+            s3 = _mm256_fmadd_pd(b1, b1, s3);
+        }
+        for (; i < n; i += 8) {
+            const __m256 a = n - i >= 8 ? _mm256_loadu_ps(x + i) : load_tail(x + i, n - i);
+            const __m256d a0 = widen_lo(a), a1 = widen_hi(a);
+            s0 = _mm256_fmadd_pd(a0, a0, s0);
+            s1 = _mm256_fmadd_pd(a1, a1, s1);
+        }
+        const double sum = hsum(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+        const __m256 inv = _mm256_set1_ps(inv_sqrt_double(sum / static_cast<double>(n) + eps));
+        for (i = 0; i < n; i += 8) {
+            const int64_t rem = n - i;
+            __m256 v = _mm256_mul_ps(rem >= 8 ? _mm256_loadu_ps(x + i) : load_tail(x + i, rem), inv);
+            if (weight) {
+                __m256 w = rem >= 8 ? _mm256_loadu_ps(weight + i) : load_tail(weight + i, rem);
+                if (offset_one) w = _mm256_add_ps(one, w);
+                v = _mm256_mul_ps(v, w);
+            }
+            if (rem >= 8)
+                _mm256_storeu_ps(y + i, v);
+            else
+                store_tail(y + i, v, rem);
+        }
+    }
+}
+
+double exp_sum_avx2(float* x, int64_t n, float max) {
+    const __m256 m = _mm256_set1_ps(max);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        s0 = _mm256_add_pd(s0, widen_lo(e));
+        s1 = _mm256_add_pd(s1, widen_hi(e));
+    }
+    if (i < n) {
+        const __m256i mask = tail_mask(n - i);
+        const __m256 e = _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), m)), _mm256_castsi256_ps(mask));
+        _mm256_maskstore_ps(x + i, mask, e);
+        s0 = _mm256_add_pd(s0, widen_lo(e));
+        s1 = _mm256_add_pd(s1, widen_hi(e));
+    }
+    return hsum(_mm256_add_pd(s0, s1));
+}
+
+void scale_avx2(float* x, float s, int64_t n);
+
+void softmax_avx2(float* x, int64_t rows, int64_t n) {
+    const __m256 minus_inf = _mm256_set1_ps(-__builtin_inff());
+    for (int64_t r = 0; r < rows; ++r, x += n) {
+        __m256 m = minus_inf;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);  // NaN in x: m kept
+        if (i < n) {
+            const __m256i mask = tail_mask(n - i);
+            m = _mm256_max_ps(_mm256_blendv_ps(minus_inf, _mm256_maskload_ps(x + i, mask), _mm256_castsi256_ps(mask)), m);
+        }
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        const float inv = static_cast<float>(1.0 / exp_sum_avx2(x, n, _mm_cvtss_f32(h)));
+        scale_avx2(x, inv, n);
+    }
+}
+
+void rope_rotate_avx2(float* x, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float* cos, const float* sin,
+                      RopeLayout layout) {
+    const int64_t half = rotary_dim / 2;
+    for (int64_t h = 0; h < heads; ++h, x += head_dim) {
+        if (layout == RopeLayout::SplitHalf) {
+            float* lo = x;
+            float* hi = x + half;
+            for (int64_t i = 0; i < half; i += 8) {
+                const int64_t rem = half - i;
+                const __m256i mask = tail_mask(rem < 8 ? rem : 8);
+                const __m256 a = _mm256_maskload_ps(lo + i, mask), b = _mm256_maskload_ps(hi + i, mask);
+                const __m256 c = _mm256_maskload_ps(cos + i, mask), s = _mm256_maskload_ps(sin + i, mask);
+                _mm256_maskstore_ps(lo + i, mask, _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
+                _mm256_maskstore_ps(hi + i, mask, _mm256_add_ps(_mm256_mul_ps(b, c), _mm256_mul_ps(a, s)));
+            }
+        } else {
+            for (int64_t i = 0; i < half; i += 4) {  // 4 pairs per vector
+                const int64_t rem = half - i < 4 ? half - i : 4;
+                const __m256i mask = tail_mask(2 * rem);
+                const __m128i mask4 = _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(rem)), _mm_setr_epi32(0, 1, 2, 3));
+                const __m128 c4 = _mm_maskload_ps(cos + i, mask4), s4 = _mm_maskload_ps(sin + i, mask4);
+                const __m256 c = _mm256_set_m128(_mm_unpackhi_ps(c4, c4), _mm_unpacklo_ps(c4, c4));
+                const __m256 s = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
+                const __m256 v = _mm256_maskload_ps(x + 2 * i, mask);  // a0 b0 a1 b1 ...
+                const __m256 swapped = _mm256_permute_ps(v, 0xB1);      // b0 a0 b1 a1 ...
+                // addsub: even lanes a·c - b·s, odd lanes b·c + a·s
+                _mm256_maskstore_ps(x + 2 * i, mask, _mm256_addsub_ps(_mm256_mul_ps(v, c), _mm256_mul_ps(swapped, s)));
+            }
+        }
+    }
+}
+
+// ---- element-wise -----------------------------------------------------------------------------
+
+// Applies f to 8 lanes at a time; the tail goes through masked loads and stores.
+template <class F>
+inline void map1(const float* x, float* y, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
+    if (i < n) store_tail(y + i, f(load_tail(x + i, n - i)), n - i);
+}
+template <class F>
+inline void map2(const float* a, const float* b, float* y, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    if (i < n) store_tail(y + i, f(load_tail(a + i, n - i), load_tail(b + i, n - i)), n - i);
+}
+
+void silu_avx2(const float* x, float* y, int64_t n) { map1(x, y, n, [](__m256 v) { return silu256(v); }); }
+void gelu_tanh_avx2(const float* x, float* y, int64_t n) { map1(x, y, n, [](__m256 v) { return gelu_tanh256(v); }); }
+void gelu_erf_avx2(const float* x, float* y, int64_t n) { map1(x, y, n, [](__m256 v) { return gelu_erf256(v); }); }
+void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
+    map2(gate, up, out, n, [](__m256 g, __m256 u) { return _mm256_mul_ps(silu256(g), u); });
+}
+void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n) {
+    map2(gate, up, out, n, [](__m256 g, __m256 u) { return _mm256_mul_ps(gelu_tanh256(g), u); });
+}
+void add_avx2(const float* a, const float* b, float* out, int64_t n) {
+    map2(a, b, out, n, [](__m256 u, __m256 v) { return _mm256_add_ps(u, v); });
+}
+void mul_avx2(const float* a, const float* b, float* out, int64_t n) {
+    map2(a, b, out, n, [](__m256 u, __m256 v) { return _mm256_mul_ps(u, v); });
+}
+void scale_avx2(float* x, float s, int64_t n) {
+    const __m256 sv = _mm256_set1_ps(s);
+    map1(x, x, n, [sv](__m256 v) { return _mm256_mul_ps(v, sv); });
+}
+void softcap_avx2(float* x, float cap, int64_t n) {
+    const __m256 c = _mm256_set1_ps(cap);
+    map1(x, x, n, [c](__m256 v) { return _mm256_mul_ps(c, tanh256(_mm256_div_ps(v, c))); });
+}
+
+// ---- conversions ------------------------------------------------------------------------------
+
+inline __m256 load8_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
+inline __m256 load8_bf16(const void* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))), 16));
+}
+// The first `count` 16-bit values at p (count < 8), zero-filled, without reading past them.
+inline __m128i load_tail16(const void* p, int64_t count) {
+    alignas(16) unsigned char buffer[16] = {};
+    const unsigned char* bytes = static_cast<const unsigned char*>(p);
+    for (int64_t i = 0; i < 2 * count; ++i) buffer[i] = bytes[i];
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(buffer));
+}
+inline void store_tail16(uint16_t* p, __m128i v, int64_t count) {
+    alignas(16) uint16_t buffer[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(buffer), v);
+    for (int64_t i = 0; i < count; ++i) p[i] = buffer[i];
+}
+
+inline __m128i to_f16(__m256 v) {
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    // The scalar conversion writes every NaN as sign|0x7e00; F16C would keep part of the payload.
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    const __m128i quiet = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16(static_cast<short>(0x8000))), _mm_set1_epi16(0x7e00));
+    return _mm_blendv_epi8(h, quiet, nan16);
+}
+inline __m128i to_bf16(__m256 v) {  // round to nearest even; NaN -> (bits >> 16) | 0x40, as the scalar code
+    const __m256i bits = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+    const __m256i out = _mm256_blendv_epi8(rounded, quiet, nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(out), _mm256_extracti128_si256(out, 1));
+}
+
+void f16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_f16(src + i));
+    if (i < n) store_tail(dst + i, _mm256_cvtph_ps(load_tail16(src + i, n - i)), n - i);
+}
+void bf16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_bf16(src + i));
+    if (i < n) {
+        const __m128i h = load_tail16(src + i, n - i);
+        store_tail(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)), n - i);
+    }
+}
+void f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), to_f16(_mm256_loadu_ps(src + i)));
+    if (i < n) store_tail16(dst + i, to_f16(load_tail(src + i, n - i)), n - i);
+}
+void f32_to_bf16_avx2(const float* src, uint16_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), to_bf16(_mm256_loadu_ps(src + i)));
+    if (i < n) store_tail16(dst + i, to_bf16(load_tail(src + i, n - i)), n - i);
+}
+
+// ---- attention inner loops --------------------------------------------------------------------
+
+// 8 values of a KV row of type T at element offset i (full), or its last `rem` (< 8) zero-filled.
+template <int T>
+inline __m256 kv_load8(const std::byte* row, int64_t i) {
+    if constexpr (T == KvF32)
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    else if constexpr (T == KvF16)
+        return load8_f16(row + 2 * i);
+    else
+        return load8_bf16(row + 2 * i);
+}
+template <int T>
+inline __m256 kv_load_tail(const std::byte* row, int64_t i, int64_t rem) {
+    if constexpr (T == KvF32)
+        return load_tail(reinterpret_cast<const float*>(row) + i, rem);
+    else if constexpr (T == KvF16)
+        return _mm256_cvtph_ps(load_tail16(row + 2 * i, rem));
+    else
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_tail16(row + 2 * i, rem)), 16));
+}
+
+template <int T>
+void kv_dot_avx2(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores) {
+    const int64_t full = dim & ~int64_t{7}, rem = dim - full;
+    const __m256 q_tail = rem ? load_tail(q + full, rem) : _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 4 <= count; j += 4) {  // four keys at once: four independent FMA chains share each q load
+        const std::byte* r0 = rows + j * stride;
+        const std::byte* r1 = r0 + stride;
+        const std::byte* r2 = r1 + stride;
+        const std::byte* r3 = r2 + stride;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+        for (int64_t i = 0; i < full; i += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + i);
+            a0 = _mm256_fmadd_ps(qv, kv_load8<T>(r0, i), a0);
+            a1 = _mm256_fmadd_ps(qv, kv_load8<T>(r1, i), a1);
+            a2 = _mm256_fmadd_ps(qv, kv_load8<T>(r2, i), a2);
+            a3 = _mm256_fmadd_ps(qv, kv_load8<T>(r3, i), a3);
+        }
+        if (rem) {
+            a0 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r0, full, rem), a0);
+            a1 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r1, full, rem), a1);
+            a2 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r2, full, rem), a2);
+            a3 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r3, full, rem), a3);
+        }
+        const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+        _mm_storeu_ps(scores + j, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+    }
+    for (; j < count; ++j) {
+        const std::byte* r = rows + j * stride;
+        __m256 a = _mm256_setzero_ps();
+        for (int64_t i = 0; i < full; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv_load8<T>(r, i), a);
+        if (rem) a = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r, full, rem), a);
+        scores[j] = hsum(a);
+    }
+}
+
+template <int T>
+void kv_axpy_avx2(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* acc) {
+    int64_t i = 0;
+    for (; i + 32 <= dim; i += 32) {  // 32 accumulators' worth of acc stay in registers over all keys
+        __m256 c0 = _mm256_loadu_ps(acc + i), c1 = _mm256_loadu_ps(acc + i + 8);
+        __m256 c2 = _mm256_loadu_ps(acc + i + 16), c3 = _mm256_loadu_ps(acc + i + 24);
+        for (int64_t j = 0; j < count; ++j) {
+            const __m256 w = _mm256_broadcast_ss(weights + j);
+            const std::byte* r = rows + j * stride;
+            c0 = _mm256_fmadd_ps(w, kv_load8<T>(r, i), c0);
+            c1 = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 8), c1);
+            c2 = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 16), c2);
+            c3 = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 24), c3);
+        }
+        _mm256_storeu_ps(acc + i, c0);
+        _mm256_storeu_ps(acc + i + 8, c1);
+        _mm256_storeu_ps(acc + i + 16, c2);
+        _mm256_storeu_ps(acc + i + 24, c3);
+    }
+    for (; i + 8 <= dim; i += 8) {
+        __m256 c = _mm256_loadu_ps(acc + i);
+        for (int64_t j = 0; j < count; ++j)
+            c = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + j), kv_load8<T>(rows + j * stride, i), c);
+        _mm256_storeu_ps(acc + i, c);
+    }
+    if (i < dim) {
+        const int64_t rem = dim - i;
+        __m256 c = load_tail(acc + i, rem);
+        for (int64_t j = 0; j < count; ++j)
+            c = _mm256_fmadd_ps(_mm256_broadcast_ss(weights + j), kv_load_tail<T>(rows + j * stride, i, rem), c);
+        store_tail(acc + i, c, rem);
+    }
+}
+
+}  // namespace
+
+void fill_ops_avx2(OpsTable& t) {
+    t.rms_norm = rms_norm_avx2;
+    t.softmax = softmax_avx2;
+    t.rope_rotate = rope_rotate_avx2;
+    t.silu = silu_avx2;
+    t.gelu_tanh = gelu_tanh_avx2;
+    t.gelu_erf = gelu_erf_avx2;
+    t.swiglu = swiglu_avx2;
+    t.geglu_tanh = geglu_tanh_avx2;
+    t.add = add_avx2;
+    t.mul = mul_avx2;
+    t.scale = scale_avx2;
+    t.softcap = softcap_avx2;
+    t.f16_to_f32_row = f16_to_f32_avx2;
+    t.bf16_to_f32_row = bf16_to_f32_avx2;
+    t.f32_to_f16_row = f32_to_f16_avx2;
+    t.f32_to_bf16_row = f32_to_bf16_avx2;
+    t.exp_sum = exp_sum_avx2;
+    t.kv_dot[KvF32] = kv_dot_avx2<KvF32>;
+    t.kv_dot[KvF16] = kv_dot_avx2<KvF16>;
+    t.kv_dot[KvBf16] = kv_dot_avx2<KvBf16>;
+    t.kv_axpy[KvF32] = kv_axpy_avx2<KvF32>;
+    t.kv_axpy[KvF16] = kv_axpy_avx2<KvF16>;
+    t.kv_axpy[KvBf16] = kv_axpy_avx2<KvBf16>;
+}
+
+}  // namespace oxinfer::kernels
