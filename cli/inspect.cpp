@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include <oxinfer/checkpoint.h>
+#include <oxinfer/hf_cache.h>
 #include <oxinfer/platform.h>
 #include <oxinfer/profiler.h>
 
@@ -100,7 +101,7 @@ int run_inspect(const std::vector<std::string>& argv) {
     }
     const auto checkpoint = [&] {
         profiler::Scope scope("open checkpoint");
-        return Checkpoint::open(args.positional(0, "FILE_OR_FOLDER"));
+        return Checkpoint::open(hf::resolve_model(args.positional(0, "FILE_OR_FOLDER")));  // or a cached repo id
     }();
     if (args.flag("json")) print_json(*checkpoint);
     else print_text(*checkpoint);

@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include <oxinfer/checkpoint.h>
+#include <oxinfer/hf_cache.h>
 #include <oxinfer/npy.h>
 #include <oxinfer/profiler.h>
 
@@ -24,7 +25,7 @@ int run_tensor(const std::vector<std::string>& argv) {
         return 0;
     }
     const std::string out = args.required("out");
-    const auto checkpoint = Checkpoint::open(args.positional(0, "FILE_OR_FOLDER"));
+    const auto checkpoint = Checkpoint::open(hf::resolve_model(args.positional(0, "FILE_OR_FOLDER")));  // or a cached repo id
     const TensorInfo& tensor = checkpoint->get(args.positional(1, "NAME"));
     std::vector<float> values;
     {
