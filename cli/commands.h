@@ -16,6 +16,8 @@ struct Command {
 int run_inspect(const std::vector<std::string>& args);
 int run_tensor(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_tokenize(const std::vector<std::string>& args);
+int run_detokenize(const std::vector<std::string>& args);
 int run_pull(const std::vector<std::string>& args);
 int run_models(const std::vector<std::string>& args);
 

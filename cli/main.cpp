@@ -18,6 +18,8 @@ constexpr Command kCommands[] = {
     {"inspect", "format, architecture, metadata and tensor table of a checkpoint", oxinfer::cli::run_inspect},
     {"tensor", "write one tensor, dequantised to float32, as a .npy file", oxinfer::cli::run_tensor},
     {"bench", "measure kernel speed against the machine's bandwidth and peak (--kernels)", oxinfer::cli::run_bench},
+    {"tokenize", "token ids of a text (tokenizer.json or GGUF vocabulary)", oxinfer::cli::run_tokenize},
+    {"detokenize", "the text of token ids", oxinfer::cli::run_detokenize},
     {"pull", "download a model from the Hugging Face hub into its cache (resumable, sha256-checked)", oxinfer::cli::run_pull},
     {"models", "list the local models (Hugging Face cache and OXINFER_MODEL_PATH)", oxinfer::cli::run_models},
 };

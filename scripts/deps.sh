@@ -6,7 +6,8 @@ set -euo pipefail
 OXINFER_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-base-dev-tools qt6-qpa-plugins libqt6sql6-sqlite
-  nlohmann-json3-dev libpcre2-dev
+  nlohmann-json3-dev libpcre2-dev libicu-dev
+  nodejs npm
   fonts-dejavu-core
   dpkg-dev
 )

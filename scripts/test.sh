@@ -14,6 +14,7 @@ export QT_QPA_PLATFORM=offscreen
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
+scripts/fetch-test-data.sh build/test-data
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ "${OXINFER_SKIP_SANITIZERS:-0}" != "1" ]; then
