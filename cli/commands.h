@@ -18,6 +18,7 @@ int run_tensor(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_detokenize(const std::vector<std::string>& args);
+int run_template(const std::vector<std::string>& args);
 int run_pull(const std::vector<std::string>& args);
 int run_models(const std::vector<std::string>& args);
 

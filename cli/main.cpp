@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"bench", "measure kernel speed against the machine's bandwidth and peak (--kernels)", oxinfer::cli::run_bench},
     {"tokenize", "token ids of a text (tokenizer.json or GGUF vocabulary)", oxinfer::cli::run_tokenize},
     {"detokenize", "the text of token ids", oxinfer::cli::run_detokenize},
+    {"template", "render the chat template as transformers' apply_chat_template does", oxinfer::cli::run_template},
     {"pull", "download a model from the Hugging Face hub into its cache (resumable, sha256-checked)", oxinfer::cli::run_pull},
     {"models", "list the local models (Hugging Face cache and OXINFER_MODEL_PATH)", oxinfer::cli::run_models},
 };
