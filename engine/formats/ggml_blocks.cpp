@@ -1,5 +1,7 @@
 #include "formats/ggml_blocks.h"
 
+#include "kernels/block_layouts.h"
+
 #include <oxinfer/error.h>
 
 #include <cstring>
@@ -41,19 +43,6 @@ float e8m0_half(uint8_t e) {
     float value;
     std::memcpy(&value, &bits, 4);
     return value;
-}
-
-// The 6-bit scale and min of sub-block j (0..7) of Q4_K and Q5_K, packed into 12 bytes: the
-// first four sub-blocks use the low 6 bits of bytes 0..7, the last four take their low 4 bits
-// from bytes 8..11 and their top 2 bits from the spare top bits of bytes 0..7.
-void k4_scale_min(Bytes s, int j, int& scale, int& min) {
-    if (j < 4) {
-        scale = s[j] & 63;
-        min = s[j + 4] & 63;
-    } else {
-        scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
 }
 
 // The 6-bit scale k (0..15) of Q3_K from its 12 bytes: low 4 bits are the low nibbles of bytes
@@ -170,7 +159,7 @@ void q4_k(Bytes b, float* y) {
     const Bytes qs = b + 16;
     for (int sub = 0; sub < 8; ++sub) {
         int sc, m;
-        k4_scale_min(scales, sub, sc, m);
+        blocks::k4_scale_min(scales, sub, sc, m);
         const float d1 = d * static_cast<float>(sc);
         const float m1 = dmin * static_cast<float>(m);
         const Bytes q = qs + 32 * (sub / 2);
@@ -188,7 +177,7 @@ void q5_k(Bytes b, float* y) {
     const Bytes qs = b + 48;
     for (int sub = 0; sub < 8; ++sub) {
         int sc, m;
-        k4_scale_min(scales, sub, sc, m);
+        blocks::k4_scale_min(scales, sub, sc, m);
         const float d1 = d * static_cast<float>(sc);
         const float m1 = dmin * static_cast<float>(m);
         const Bytes q = qs + 32 * (sub / 2);

@@ -148,6 +148,15 @@ float dot_q6_k_scalar(int64_t n, const std::byte* w, const void* a) {
     return sum;
 }
 
+void pack_panel_scalar(DType type, const std::byte* const* rows, int valid_rows, int64_t kc, float* packed) {
+    float row[kGemmKc];
+    for (int r = 0; r < kGemmRows; ++r) {
+        if (r < valid_rows) convert_to_f32(type, rows[r], row, kc);
+        else std::fill(row, row + kc, 0.0f);
+        for (int64_t k = 0; k < kc; ++k) packed[k * kGemmRows + r] = row[k];
+    }
+}
+
 void gemm_tile_scalar(int64_t k, const float* xp, const float* wp, float* c, int64_t ldc, bool accumulate) {
     float tile[kGemmTokens * kGemmRows] = {};
     for (int64_t kk = 0; kk < k; ++kk)
@@ -182,7 +191,7 @@ double peak_flops_probe_scalar(int64_t iterations, float* sink) {
 
 MatmulTable scalar_table() {
     return {quantize_blocks32_scalar, quantize_blocks256_scalar, dot_f32_scalar,  dot_f16_scalar,   dot_bf16_scalar,
-            dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, gemm_tile_scalar,
+            dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, pack_panel_scalar, gemm_tile_scalar,
             read_sum_scalar,          peak_flops_probe_scalar};
 }
 
@@ -308,9 +317,6 @@ void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
     const MatmulTable& table = matmul_table(active_isa());
     const int64_t K = w.cols;
     const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
-    // kKc values of K (a multiple of every block size) per packed W panel: 16 KB, L1-resident.
-    constexpr int64_t kKc = 256;
-
     // Activations packed once: group g holds K steps of kGemmTokens values, zero-padded.
     std::vector<float> packed_x(static_cast<size_t>(groups * K * kGemmTokens));
     pool.parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
@@ -329,23 +335,22 @@ void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
     const int64_t panels = (w.rows + kGemmRows - 1) / kGemmRows;
     const auto block_elements = dtype_traits(w.dtype).block_elements;
     const auto block_bytes = static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
+    // f32, f16 and bf16 panels are packed by the level's own kernel; other types are dequantised
+    // row by row (pack_panel_scalar's path through convert_to_f32).
+    const bool float_weights = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
+    const auto pack_panel = float_weights ? table.pack_panel : pack_panel_scalar;
     pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
-        std::vector<float> rows_f32(static_cast<size_t>(kGemmRows * kKc));
-        std::vector<float> packed_w(static_cast<size_t>(kKc * kGemmRows));
+        std::vector<float> packed_w(static_cast<size_t>(kGemmKc * kGemmRows));
         float tile[kGemmTokens * kGemmRows];
+        const std::byte* rows[kGemmRows];
         for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
             const int64_t r0 = panel * kGemmRows;
-            const int64_t valid_rows = std::min<int64_t>(kGemmRows, w.rows - r0);
-            for (int64_t k0 = 0; k0 < K; k0 += kKc) {
-                const int64_t kc = std::min(kKc, K - k0);
+            const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
+            for (int64_t k0 = 0; k0 < K; k0 += kGemmKc) {
+                const int64_t kc = std::min<int64_t>(kGemmKc, K - k0);
                 const uint64_t byte_offset = static_cast<uint64_t>(k0 / block_elements) * block_bytes;
-                for (int64_t r = 0; r < kGemmRows; ++r) {
-                    float* dst = rows_f32.data() + r * kKc;
-                    if (r < valid_rows) convert_to_f32(w.dtype, w.data + (r0 + r) * w.row_bytes + byte_offset, dst, kc);
-                    else std::fill(dst, dst + kc, 0.0f);
-                }
-                for (int64_t k = 0; k < kc; ++k)
-                    for (int64_t r = 0; r < kGemmRows; ++r) packed_w[static_cast<size_t>(k * kGemmRows + r)] = rows_f32[static_cast<size_t>(r * kKc + k)];
+                for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
+                pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data());
                 for (int64_t g = 0; g < groups; ++g) {
                     const float* xs = packed_x.data() + (g * K + k0) * kGemmTokens;
                     const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);

@@ -37,6 +37,7 @@ using RowDot = float (*)(int64_t cols, const std::byte* weights, const void* act
 
 constexpr int kGemmTokens = 6;   // register tile: tokens
 constexpr int kGemmRows = 16;    // register tile: weight rows
+constexpr int kGemmKc = 256;     // values of K per packed weight panel (16 KB, L1-resident); a multiple of every block size
 
 struct MatmulTable {
     // d = max|x| / 127, q = round-to-nearest-even(x * (1/d)): every level must produce the same q.
@@ -49,6 +50,9 @@ struct MatmulTable {
     RowDot dot_q4_0;
     RowDot dot_q4_k;
     RowDot dot_q6_k;
+    // Packs a weight panel of f32, f16 or bf16 rows for gemm_tile: packed[k * kGemmRows + r] =
+    // rows[r][k] for k < kc (kc <= kGemmKc), zero for r >= valid_rows.
+    void (*pack_panel)(DType type, const std::byte* const* rows, int valid_rows, int64_t kc, float* packed);
     // c[t * ldc + r] (+)= sum_k packed_x[k][t] * packed_w[k][r] for a kGemmTokens x kGemmRows
     // tile: added to c when `accumulate`, else stored.
     void (*gemm_tile)(int64_t k, const float* packed_x, const float* packed_w, float* c, int64_t ldc, bool accumulate);
