@@ -7,6 +7,7 @@ OXINFER_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-base-dev-tools qt6-qpa-plugins libqt6sql6-sqlite
   nlohmann-json3-dev libpcre2-dev libicu-dev
+  libsimde-dev
   nodejs npm
   fonts-dejavu-core
   dpkg-dev

@@ -1,10 +1,11 @@
-// Attention over a KV cache (kernels::attention, kernels/attention.cpp) at every ISA level this
-// CPU supports, against a naive double-precision reference written here: the full score matrix,
+// Attention over a KV cache (kernels::attention, kernels/attention.cpp) at every ISA level
+// (helpers/kernel_levels.h: this CPU's, and AVX-512 emulated where it lacks them), against a naive double-precision reference written here: the full score matrix,
 // the mask, softmax and the weighted sum, reading the very values the cache holds (f16/bf16
 // caches are rounded once when written, and the reference reads those rounded values). Covers
 // causal prefill, decoding, grouped-query heads, odd head sizes, sliding windows over linear and
 // ring caches, softcapping, both scales, non-causal attention, and thread-count independence.
 
+#include "kernel_levels.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "kernels/ops_table.h"
@@ -28,6 +29,8 @@
 
 using namespace oxinfer;
 using namespace oxinfer::kernels;
+using oxinfer::test::KernelLevel;
+using oxinfer::test::kernel_levels;
 
 namespace {
 
@@ -206,12 +209,12 @@ QString compare(const std::vector<float>& got, const Reference& want) {
 // Runs attention at every supported level and checks each against the reference.
 QString check_levels(const Reference& want, const AttentionParams& p, const std::vector<float>& q,
                      const std::vector<int64_t>& positions, const Cache& cache, int64_t begin, int64_t end, ThreadPool& pool) {
-    for (Isa isa : supported_isas()) {
+    for (const KernelLevel& level : kernel_levels()) {
         std::vector<float> got(q.size(), NAN);
-        attention_with(ops_table(isa), p, q.data(), static_cast<int64_t>(positions.size()), positions.data(),
+        attention_with(*level.ops, p, q.data(), static_cast<int64_t>(positions.size()), positions.data(),
                        cache.view(cache.k_bytes), cache.view(cache.v_bytes), begin, end, got.data(), pool);
         const QString failure = compare(got, want);
-        if (!failure.isEmpty()) return QString::fromUtf8(isa_name(isa).data()) + ": " + failure;
+        if (!failure.isEmpty()) return QString::fromStdString(level.name) + ": " + failure;
     }
     return {};
 }
@@ -241,9 +244,7 @@ class AttentionTest : public QObject {
 
 private slots:
     void initTestCase() {
-        QStringList levels;
-        for (Isa isa : supported_isas()) levels << QString::fromUtf8(isa_name(isa).data());
-        qInfo("ISA levels covered: %s", qPrintable(levels.join(' ')));
+        qInfo("instruction-set levels covered: %s", oxinfer::test::kernel_level_names().c_str());
     }
     void cleanupTestCase() {
         for (const auto& [name, worst] : worst_errors())
@@ -418,10 +419,10 @@ private slots:
         ThreadPool pool(2);
         // window 4 at position 10 over cache [0, 5): no key is visible, the output is zeros.
         p.window = 4;
-        for (Isa isa : supported_isas()) {
+        for (const KernelLevel& level : kernel_levels()) {
             std::vector<float> out(32, NAN);
             const int64_t position = 10;
-            attention_with(ops_table(isa), p, random_q(1, p, 15).data(), 1, &position, cache.view(cache.k_bytes),
+            attention_with(*level.ops, p, random_q(1, p, 15).data(), 1, &position, cache.view(cache.k_bytes),
                            cache.view(cache.v_bytes), 0, 5, out.data(), pool);
             QVERIFY(std::all_of(out.begin(), out.end(), [](float x) { return x == 0.0f; }));
         }
@@ -450,19 +451,19 @@ private slots:
             const Cache cache = make_cache(seq, DType::F16, 0, end, 0, false);
             const auto q = random_q(c.tokens, p, 18);
             const auto positions = range(c.first, end);
-            for (Isa isa : supported_isas()) {
+            for (const KernelLevel& level : kernel_levels()) {
                 std::vector<std::vector<float>> outputs;
                 for (int threads : {1, 2, 3}) {
                     ThreadPool pool(threads);
                     std::vector<float> out(q.size());
-                    attention_with(ops_table(isa), p, q.data(), c.tokens, positions.data(), cache.view(cache.k_bytes),
+                    attention_with(*level.ops, p, q.data(), c.tokens, positions.data(), cache.view(cache.k_bytes),
                                    cache.view(cache.v_bytes), 0, end, out.data(), pool);
                     outputs.push_back(out);
                 }
                 for (size_t i = 1; i < outputs.size(); ++i)
                     QVERIFY2(std::memcmp(outputs[0].data(), outputs[i].data(), outputs[0].size() * 4) == 0,
                              qPrintable(QStringLiteral("%1: %2 tokens from %3, %4 threads differ from 1")
-                                            .arg(isa_name(isa).data()).arg(c.tokens).arg(c.first).arg(i + 1)));
+                                            .arg(QString::fromStdString(level.name)).arg(c.tokens).arg(c.first).arg(i + 1)));
             }
         }
     }

@@ -1,15 +1,16 @@
 // The element-wise, row-wise and attention-loop kernels (kernels/ops.h, kernels/ops_table.h):
-// every entry of every ISA level this CPU supports against the scalar table on random inputs of
-// awkward sizes, in the spirit of llama.cpp's test-backend-ops; the scalar table itself against
-// independent double-precision loops written here; and the dispatching entry points following
-// set_active_isa. Levels the CPU lacks are simply not in the data rows (initTestCase says which
-// ran). Tolerances are relative errors in ulps of the expected value (kUlp = 2^-23, one ulp of a
+// every entry of every ISA level against the scalar table on random inputs of awkward sizes, in
+// the spirit of llama.cpp's test-backend-ops; the scalar table itself against independent
+// double-precision loops written here; and the dispatching entry points following
+// set_active_isa. The levels are those this CPU runs plus the AVX-512 levels it lacks, emulated
+// (helpers/kernel_levels.h; initTestCase says which ran). Tolerances are relative errors in ulps of the expected value (kUlp = 2^-23, one ulp of a
 // float in [1, 2)) unless said otherwise; each one is justified where it is used, and the worst
 // error seen per op and level is printed at the end.
 
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "kernels/ops_table.h"
+#include "kernel_levels.h"
 
 #include <oxinfer/dtype.h>
 #include <oxinfer/error.h>
@@ -32,6 +33,8 @@
 
 using namespace oxinfer;
 using namespace oxinfer::kernels;
+using oxinfer::test::KernelLevel;
+using oxinfer::test::kernel_levels;
 
 namespace {
 
@@ -107,10 +110,11 @@ QString compare(const float* got, const float* want, int64_t n, double rtol, dou
 
 QString shape(const char* op, int64_t rows, int64_t n) { return QStringLiteral("%1 rows=%2 n=%3").arg(op).arg(rows).arg(n); }
 
-Isa level_of_row() {
-    QFETCH(int, isa);
-    return static_cast<Isa>(isa);
+const KernelLevel& level_of_row() {
+    QFETCH(int, level);
+    return kernel_levels()[static_cast<size_t>(level)];
 }
+std::string key(const char* op, const KernelLevel& level) { return std::string(op) + " " + level.name; }
 std::string key(const char* op, Isa isa) { return std::string(op) + " " + std::string(isa_name(isa)); }
 
 // Restores the active level when a test that changes it ends, even on failure.
@@ -126,17 +130,13 @@ class KernelOpsTest : public QObject {
 
 private:
     static void level_rows() {
-        QTest::addColumn<int>("isa");
-        for (Isa isa : supported_isas()) QTest::newRow(std::string(isa_name(isa)).c_str()) << static_cast<int>(isa);
+        QTest::addColumn<int>("level");
+        for (size_t i = 0; i < kernel_levels().size(); ++i) QTest::newRow(kernel_levels()[i].name.c_str()) << static_cast<int>(i);
     }
 
 private slots:
     void initTestCase() {
-        QStringList covered, missing;
-        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16, Isa::Neon})
-            (isa_supported(isa) ? covered : missing) << QString::fromUtf8(isa_name(isa).data());
-        qInfo("ISA levels covered: %s; not on this CPU or in this build: %s", qPrintable(covered.join(' ')),
-              qPrintable(missing.isEmpty() ? QStringLiteral("none") : missing.join(' ')));
+        qInfo("instruction-set levels covered: %s", oxinfer::test::kernel_level_names().c_str());
     }
 
     void cleanupTestCase() {
@@ -151,9 +151,9 @@ private slots:
         // Both levels sum squares in double (differing only in order, ~1e-16) and then do the
         // same float multiplies, so the result may differ only where 1/sqrt rounds differently:
         // one ulp of the scale, plus one ulp for each of the two products it feeds -> 3 ulp.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         const OpsTable& scalar = ops_table(Isa::Scalar);
-        const OpsTable& simd = ops_table(isa);
+        const OpsTable& simd = (*level.ops);
         for (int64_t rows : {1, 3})
             for (int64_t n : kSizes)
                 for (int variant = 0; variant < 3; ++variant) {
@@ -163,7 +163,7 @@ private slots:
                     std::vector<float> want(x.size()), got(x.size());
                     scalar.rms_norm(x.data(), weight, want.data(), rows, n, 1e-6f, variant == 2);
                     simd.rms_norm(x.data(), weight, got.data(), rows, n, 1e-6f, variant == 2);
-                    EXPECT_CLOSE(compare(got.data(), want.data(), rows * n, 3 * kUlp, 0.0, key("rms_norm", isa)),
+                    EXPECT_CLOSE(compare(got.data(), want.data(), rows * n, 3 * kUlp, 0.0, key("rms_norm", level)),
                                  shape("rms_norm", rows, n) + QStringLiteral(" variant %1").arg(variant));
                     // in place
                     std::vector<float> inplace = x;
@@ -177,7 +177,7 @@ private slots:
         // Every level runs the scalar layer_norm today (it is not on the decoding path of the LLMs);
         // the check keeps that honest if a level overrides it: 4 ulp covers a re-ordered double
         // sum (no effect) and fused multiply-adds on the three float operations per element.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         for (int64_t rows : {1, 2})
             for (int64_t n : kSizes) {
                 const auto x = random_floats(static_cast<size_t>(rows * n), -3, 5, 3);
@@ -185,8 +185,8 @@ private slots:
                 const auto b = random_floats(static_cast<size_t>(n), -1, 1, 5);
                 std::vector<float> want(x.size()), got(x.size());
                 ops_table(Isa::Scalar).layer_norm(x.data(), w.data(), b.data(), want.data(), rows, n, 1e-5f);
-                ops_table(isa).layer_norm(x.data(), w.data(), b.data(), got.data(), rows, n, 1e-5f);
-                EXPECT_CLOSE(compare(got.data(), want.data(), rows * n, 4 * kUlp, 1e-6, key("layer_norm", isa)),
+                (*level.ops).layer_norm(x.data(), w.data(), b.data(), got.data(), rows, n, 1e-5f);
+                EXPECT_CLOSE(compare(got.data(), want.data(), rows * n, 4 * kUlp, 1e-6, key("layer_norm", level)),
                              shape("layer_norm", rows, n));
             }
     }
@@ -196,14 +196,14 @@ private slots:
         // exp differs by at most 1.4 ulp (SIMD polynomial) + 0.5 ulp (libm) per term; the double
         // sum of terms that are each within ~2 ulp is itself within ~2 ulp; the final product adds
         // half an ulp on each side: < 5 ulp, allowed 6.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         for (int64_t rows : {1, 4})
             for (int64_t n : kSizes) {
                 const auto x = random_floats(static_cast<size_t>(rows * n), -20, 20, 6);
                 std::vector<float> want = x, got = x;
                 ops_table(Isa::Scalar).softmax(want.data(), rows, n);
-                ops_table(isa).softmax(got.data(), rows, n);
-                EXPECT_CLOSE(compare(got.data(), want.data(), rows * n, 6 * kUlp, 0.0, key("softmax", isa)), shape("softmax", rows, n));
+                (*level.ops).softmax(got.data(), rows, n);
+                EXPECT_CLOSE(compare(got.data(), want.data(), rows * n, 6 * kUlp, 0.0, key("softmax", level)), shape("softmax", rows, n));
             }
     }
 
@@ -213,7 +213,7 @@ private slots:
         // x86 the results are bit-identical. A compiler may fuse the scalar code into an FMA on
         // targets where FMA is baseline (AArch64), which moves each output by at most one rounding
         // of a product: |error| <= 2^-24 (|a| + |b|) max(|c|, |s|), allowed twice that.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         struct Case {
             int64_t heads, head_dim, rotary_dim;
         };
@@ -231,11 +231,11 @@ private slots:
                         float* w = want.data() + t * c.heads * c.head_dim;
                         float* g = got.data() + t * c.heads * c.head_dim;
                         ops_table(Isa::Scalar).rope_rotate(w, c.heads, c.head_dim, c.rotary_dim, cos.data(), sin.data(), layout);
-                        ops_table(isa).rope_rotate(g, c.heads, c.head_dim, c.rotary_dim, cos.data(), sin.data(), layout);
+                        (*level.ops).rope_rotate(g, c.heads, c.head_dim, c.rotary_dim, cos.data(), sin.data(), layout);
                     }
                     std::vector<double> atol(x.size());
                     for (size_t i = 0; i < x.size(); ++i) atol[i] = 2 * 0x1p-24 * 6.0;  // |a| + |b| <= 6
-                    EXPECT_CLOSE(compare(got.data(), want.data(), static_cast<int64_t>(x.size()), 0.0, atol, key("rope", isa)),
+                    EXPECT_CLOSE(compare(got.data(), want.data(), static_cast<int64_t>(x.size()), 0.0, atol, key("rope", level)),
                                  QStringLiteral("rope heads=%1 head_dim=%2 rotary=%3 layout=%4 tokens=%5")
                                      .arg(c.heads).arg(c.head_dim).arg(c.rotary_dim).arg(int(layout)).arg(tokens));
                 }
@@ -250,15 +250,15 @@ private slots:
         // libm's erfcf (~1 ulp): allowed 8 ulp. Softcap: Cephes tanh 2.2 ulp + libm 1 ulp + the
         // division and product: allowed 6 ulp. Where exp underflows both sides are below 1e-30:
         // an absolute 1e-30 covers the denormal range, where ulps are meaningless.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         const OpsTable& scalar = ops_table(Isa::Scalar);
-        const OpsTable& simd = ops_table(isa);
+        const OpsTable& simd = (*level.ops);
         for (int64_t n : kSizes) {
             const auto x = activation_inputs(static_cast<size_t>(n), -12, 12, 8);
             const auto up = random_floats(static_cast<size_t>(n), -3, 3, 9);
             std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
             const auto check = [&](const char* op, double ulps) {
-                return compare(got.data(), want.data(), n, ulps * kUlp, 1e-30, key(op, isa));
+                return compare(got.data(), want.data(), n, ulps * kUlp, 1e-30, key(op, level));
             };
             scalar.silu(x.data(), want.data(), n);
             simd.silu(x.data(), got.data(), n);
@@ -295,21 +295,21 @@ private slots:
     void elementwise_data() { level_rows(); }
     void elementwise() {
         // One IEEE operation per element on both sides: bit-identical.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         for (int64_t n : kSizes) {
             const auto a = random_floats(static_cast<size_t>(n), -5, 5, 11);
             const auto b = random_floats(static_cast<size_t>(n), -5, 5, 12);
             std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
             ops_table(Isa::Scalar).add(a.data(), b.data(), want.data(), n);
-            ops_table(isa).add(a.data(), b.data(), got.data(), n);
+            (*level.ops).add(a.data(), b.data(), got.data(), n);
             QVERIFY2(want == got, qPrintable(shape("add", 1, n)));
             ops_table(Isa::Scalar).mul(a.data(), b.data(), want.data(), n);
-            ops_table(isa).mul(a.data(), b.data(), got.data(), n);
+            (*level.ops).mul(a.data(), b.data(), got.data(), n);
             QVERIFY2(want == got, qPrintable(shape("mul", 1, n)));
             want = a;
             got = a;
             ops_table(Isa::Scalar).scale(want.data(), 0.37f, n);
-            ops_table(isa).scale(got.data(), 0.37f, n);
+            (*level.ops).scale(got.data(), 0.37f, n);
             QVERIFY2(want == got, qPrintable(shape("scale", 1, n)));
         }
     }
@@ -318,9 +318,9 @@ private slots:
     void conversions() {
         // Exact by definition: every 16-bit pattern one way, and floats of every magnitude (with
         // halfway cases, overflow, half denormals, infinities and NaNs) the other way.
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         const OpsTable& scalar = ops_table(Isa::Scalar);
-        const OpsTable& simd = ops_table(isa);
+        const OpsTable& simd = (*level.ops);
         const auto same_float = [](float a, float b) {
             return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
         };
@@ -372,9 +372,9 @@ private slots:
 
     void attention_loops_data() { level_rows(); }
     void attention_loops() {
-        const Isa isa = level_of_row();
+        const KernelLevel& level = level_of_row();
         const OpsTable& scalar = ops_table(Isa::Scalar);
-        const OpsTable& simd = ops_table(isa);
+        const OpsTable& simd = (*level.ops);
         // exp_sum: per value as softmax's exp (<= 1.9 ulp apart, allowed 3); the double sums of
         // such values are as close.
         for (int64_t n : kSizes) {
@@ -382,7 +382,7 @@ private slots:
             std::vector<float> want = x, got = x;
             const double want_sum = scalar.exp_sum(want.data(), n, 1.5f);
             const double got_sum = simd.exp_sum(got.data(), n, 1.5f);
-            EXPECT_CLOSE(compare(got.data(), want.data(), n, 3 * kUlp, 0.0, key("exp_sum", isa)), shape("exp_sum", 1, n));
+            EXPECT_CLOSE(compare(got.data(), want.data(), n, 3 * kUlp, 0.0, key("exp_sum", level)), shape("exp_sum", 1, n));
             QVERIFY2(std::abs(got_sum - want_sum) <= 3 * kUlp * want_sum, qPrintable(shape("exp_sum total", 1, n)));
         }
         // kv_dot / kv_axpy over every cache type, rows padded (stride > dim) and odd dims. A float
@@ -417,7 +417,7 @@ private slots:
                         for (int64_t i = 0; i < dim; ++i) magnitude += std::abs(q[i] * rounded[j * (dim + 3) + i]);
                         atol[j] = 2.0 * dim * 0x1p-24 * magnitude;
                     }
-                    EXPECT_CLOSE(compare(got.data(), want.data(), count, 0.0, atol, key("kv_dot", isa)), "kv_dot " + context);
+                    EXPECT_CLOSE(compare(got.data(), want.data(), count, 0.0, atol, key("kv_dot", level)), "kv_dot " + context);
 
                     const auto weights = random_floats(static_cast<size_t>(count), 0, 1, 17);
                     const auto acc0 = random_floats(static_cast<size_t>(dim), -1, 1, 18);
@@ -430,7 +430,7 @@ private slots:
                         for (int64_t j = 0; j < count; ++j) magnitude += std::abs(weights[j] * rounded[j * (dim + 3) + i]);
                         acc_atol[i] = 2.0 * (count + 1) * 0x1p-24 * magnitude;
                     }
-                    EXPECT_CLOSE(compare(got_acc.data(), want_acc.data(), dim, 0.0, acc_atol, key("kv_axpy", isa)), "kv_axpy " + context);
+                    EXPECT_CLOSE(compare(got_acc.data(), want_acc.data(), dim, 0.0, acc_atol, key("kv_axpy", level)), "kv_axpy " + context);
                 }
     }
 

@@ -1,9 +1,11 @@
-// Matrix products for every weight type and every instruction-set level this CPU has, checked
+// Matrix products for every weight type and every instruction-set level (helpers/kernel_levels.h:
+// this CPU's, and AVX-512 emulated where it lacks them), checked
 // against an independent double-precision product of the exactly dequantised weights (the
 // dequantisation itself is bit-exact against numpy, see test_ggml_blocks), and each level
 // against the scalar kernels.
 
 #include "checkpoint_writers.h"
+#include "kernel_levels.h"
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_table.h"
@@ -18,6 +20,8 @@
 
 using namespace oxinfer;
 using namespace oxinfer::kernels;
+using oxinfer::test::KernelLevel;
+using oxinfer::test::kernel_levels;
 
 namespace {
 
@@ -79,9 +83,7 @@ class MatmulTest : public QObject {
 
 private slots:
     void initTestCase() {
-        QStringList levels;
-        for (Isa isa : supported_isas()) levels << QString::fromLatin1(isa_name(isa).data(), static_cast<int>(isa_name(isa).size()));
-        qInfo("instruction-set levels covered on this CPU: %s", qPrintable(levels.join(", ")));
+        qInfo("instruction-set levels covered: %s", oxinfer::test::kernel_level_names().c_str());
     }
 
     void products_data() {
@@ -116,8 +118,12 @@ private slots:
             //  - f32 arithmetic over `cols` terms: |err| <= cols * 2^-23 * sum|w*x| (a loose,
             //    order-independent bound on recursive and blocked summation);
             //  - 8-bit activations (GEMV of block types): each x is off by at most d/2 with
-            //    d = max|x in block| / 127, so |err| <= sum over blocks of sum|w| * d/2.
-            std::vector<double> reference(static_cast<size_t>(tokens * rows)), float_bound(reference.size()), quant_bound(reference.size());
+            //    d = max|x in block| / 127, so |err| <= sum over blocks of sum|w| * d/2;
+            //  - bf16 activations (GEMM of bf16 weights on levels with vdpbf16ps): rounding x to
+            //    8 significant bits moves it by at most 2^-8 |x|, so |err| <= 2^-8 sum|w*x| more
+            //    (the bf16 products themselves are exact in f32).
+            std::vector<double> reference(static_cast<size_t>(tokens * rows)), float_bound(reference.size()), quant_bound(reference.size()),
+                bf16_bound(reference.size());
             for (int t = 0; t < tokens; ++t)
                 for (int r = 0; r < rows; ++r) {
                     double sum = 0, magnitude = 0, qerr = 0;
@@ -139,21 +145,24 @@ private slots:
                     reference[static_cast<size_t>(t * rows + r)] = sum;
                     float_bound[static_cast<size_t>(t * rows + r)] = cols * std::ldexp(1.0, -23) * magnitude + 1e-30;
                     quant_bound[static_cast<size_t>(t * rows + r)] = qerr * 1.0001 + float_bound[static_cast<size_t>(t * rows + r)];
+                    bf16_bound[static_cast<size_t>(t * rows + r)] = std::ldexp(1.0, -8) * magnitude + float_bound[static_cast<size_t>(t * rows + r)];
                 }
 
             std::vector<float> scalar_gemv;
-            for (Isa isa : supported_isas()) {
-                set_active_isa(isa);
+            for (const KernelLevel& level : kernel_levels()) {
+                if (!level.emulated) set_active_isa(level.isa);
                 for (int threads : {1, 2}) {
                     ThreadPool pool(threads);
                     std::vector<float> y_gemv(reference.size()), y_gemm(reference.size()), y(reference.size());
-                    gemv(m.w, x.data(), tokens, y_gemv.data(), pool);
-                    gemm(m.w, x.data(), tokens, y_gemm.data(), pool);
-                    matmul(m.w, x.data(), tokens, y.data(), pool);
-                    if (isa == Isa::Scalar && threads == 1) scalar_gemv = y_gemv;
+                    gemv_with(*level.matmul, m.w, x.data(), tokens, y_gemv.data(), pool);
+                    gemm_with(*level.matmul, m.w, x.data(), tokens, y_gemm.data(), pool);
+                    if (!level.emulated) matmul(m.w, x.data(), tokens, y.data(), pool);  // the dispatching entry point
+                    if (level.isa == Isa::Scalar && threads == 1) scalar_gemv = y_gemv;
+                    const bool bf16_activations = m.w.dtype == DType::BF16 && level.matmul->gemm_tile_bf16;
+                    const std::vector<double>& gemm_bound = bf16_activations ? bf16_bound : float_bound;
                     for (size_t i = 0; i < reference.size(); ++i) {
-                        const QString where = QStringLiteral("%1, %2 threads, %3 tokens, output %4").arg(QLatin1String(isa_name(isa).data())).arg(threads).arg(tokens).arg(i);
-                        QVERIFY2(std::fabs(y_gemm[i] - reference[i]) <= float_bound[i],
+                        const QString where = QStringLiteral("%1, %2 threads, %3 tokens, output %4").arg(QString::fromStdString(level.name)).arg(threads).arg(tokens).arg(i);
+                        QVERIFY2(std::fabs(y_gemm[i] - reference[i]) <= gemm_bound[i],
                                  qPrintable(QStringLiteral("gemm %1: %2 vs reference %3").arg(where).arg(y_gemm[i]).arg(reference[i])));
                         QVERIFY2(std::fabs(y_gemv[i] - reference[i]) <= (quant_block ? quant_bound[i] : float_bound[i]),
                                  qPrintable(QStringLiteral("gemv %1: %2 vs reference %3").arg(where).arg(y_gemv[i]).arg(reference[i])));
@@ -161,7 +170,7 @@ private slots:
                         // float additions differs from the scalar kernels.
                         QVERIFY2(std::fabs(y_gemv[i] - scalar_gemv[i]) <= float_bound[i] + (quant_block ? 1e-6 * quant_bound[i] : 0),
                                  qPrintable(QStringLiteral("gemv %1: %2 vs scalar %3").arg(where).arg(y_gemv[i]).arg(scalar_gemv[i])));
-                        QCOMPARE(y[i], tokens <= kGemvMaxTokens ? y_gemv[i] : y_gemm[i]);
+                        if (!level.emulated) QCOMPARE(y[i], tokens <= kGemvMaxTokens ? y_gemv[i] : y_gemm[i]);
                     }
                 }
             }
@@ -180,9 +189,9 @@ private slots:
         for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i)]));
         QCOMPARE(reference32[0].d, amax / 127.0f);
         for (int i = 0; i < 32; ++i) QVERIFY(std::fabs(reference32[0].q[i] * reference32[0].d - x[static_cast<size_t>(i)]) <= reference32[0].d / 2 * 1.0001f);
-        for (Isa isa : supported_isas()) {
-            matmul_table(isa).quantize_blocks32(x.data(), blocks32.data(), 1024);
-            matmul_table(isa).quantize_blocks256(x.data(), blocks256.data(), 1024);
+        for (const KernelLevel& level : kernel_levels()) {
+            level.matmul->quantize_blocks32(x.data(), blocks32.data(), 1024);
+            level.matmul->quantize_blocks256(x.data(), blocks256.data(), 1024);
             for (size_t b = 0; b < 32; ++b) {
                 QCOMPARE(blocks32[b].d, reference32[b].d);
                 QCOMPARE(blocks32[b].qsum, reference32[b].qsum);

@@ -97,18 +97,22 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
         report.bandwidth_gbs = static_cast<double>(count) * 4 / seconds / 1e9;
         say("memory read bandwidth: " + std::to_string(report.bandwidth_gbs) + " GB/s");
     }
-    {  // FMA peak
+    // Peak arithmetic rate of a probe with every thread running it.
+    auto peak = [&](double (*probe)(int64_t, float*)) {
         const int64_t iterations = 20'000'000;
         std::vector<float> sinks(static_cast<size_t>(pool.size()));
         std::vector<double> flops(static_cast<size_t>(pool.size()));
         const double seconds = best_seconds(options.seconds_per_test, [&] {
-            pool.run([&](int index, int) { flops[static_cast<size_t>(index)] = table.peak_flops_probe(iterations, &sinks[static_cast<size_t>(index)]); });
+            pool.run([&](int index, int) { flops[static_cast<size_t>(index)] = probe(iterations, &sinks[static_cast<size_t>(index)]); });
         });
         double total = 0;
         for (double f : flops) total += f;
-        report.peak_gflops = total / seconds / 1e9;
-        say("peak arithmetic: " + std::to_string(report.peak_gflops) + " GFLOP/s");
-    }
+        return total / seconds / 1e9;
+    };
+    report.peak_gflops = peak(table.peak_flops_probe);
+    say("peak arithmetic: " + std::to_string(report.peak_gflops) + " GFLOP/s");
+    const double bf16_peak = table.peak_bf16_probe ? peak(table.peak_bf16_probe) : report.peak_gflops;
+    if (table.peak_bf16_probe) say("peak bf16 dot products: " + std::to_string(bf16_peak) + " GFLOP/s");
 
     std::vector<DType> types = options.types;
     if (types.empty()) types = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
@@ -131,6 +135,7 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
             std::vector<float> x(static_cast<size_t>(tokens * size), 0.25f), y(static_cast<size_t>(tokens * size));
             const double seconds = best_seconds(options.seconds_per_test, [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); });
             result.gemm_gflops = 2.0 * static_cast<double>(tokens * size * size) / seconds / 1e9;
+            result.gemm_peak_gflops = type == DType::BF16 && table.gemm_tile_bf16 ? bf16_peak : report.peak_gflops;
         }
         char line[160];
         std::snprintf(line, sizeof line, "%s: gemv %.1f GB/s, gemm %.1f GFLOP/s", dtype_name(type).data(), result.gemv_gbs, result.gemm_gflops);

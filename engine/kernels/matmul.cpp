@@ -11,6 +11,7 @@
 #include <cmath>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace oxinfer::kernels {
@@ -192,7 +193,7 @@ double peak_flops_probe_scalar(int64_t iterations, float* sink) {
 MatmulTable scalar_table() {
     return {quantize_blocks32_scalar, quantize_blocks256_scalar, dot_f32_scalar,  dot_f16_scalar,   dot_bf16_scalar,
             dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, pack_panel_scalar, gemm_tile_scalar,
-            read_sum_scalar,          peak_flops_probe_scalar};
+            nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
@@ -251,20 +252,34 @@ RowDot row_dot(const MatmulTable& table, DType type) {
     }
 }
 
-const MatmulTable& matmul_table(Isa isa) {
-    static const auto tables = [] {
-        std::vector<MatmulTable> out;
-        for (Isa level : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16, Isa::Neon}) {
-            MatmulTable table = scalar_table();
+namespace {
+
+// The fill functions are compiled for their own ISA, so a level's table is only built on a CPU
+// that has it (even storing its pointers may use that ISA's instructions).
+MatmulTable build_matmul_table(Isa isa) {
+    if (!isa_supported(isa))
+        throw Error("cpu", "the " + std::string(isa_name(isa)) + " kernels are not available on this CPU or in this build");
+    MatmulTable table = scalar_table();
 #if defined(__x86_64__) || defined(_M_X64)
-            // AVX-512 levels use the AVX2 kernels until their own are written.
-            if (level == Isa::Avx2 || level == Isa::Avx512 || level == Isa::Avx512Bf16) fill_matmul_avx2(table);
+    // Each x86 level overrides the entries it accelerates on top of the level below.
+    if (isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Bf16) fill_matmul_avx2(table);
+    if (isa == Isa::Avx512 || isa == Isa::Avx512Bf16) fill_matmul_avx512(table);
+    if (isa == Isa::Avx512Bf16) fill_matmul_avx512bf16(table);
 #endif
-            out.push_back(table);
-        }
-        return out;
-    }();
-    return tables[static_cast<size_t>(isa)];
+    return table;
+}
+
+}  // namespace
+
+const MatmulTable& matmul_table(Isa isa) {
+    switch (isa) {
+        case Isa::Scalar: { static const MatmulTable table = build_matmul_table(Isa::Scalar); return table; }
+        case Isa::Avx2: { static const MatmulTable table = build_matmul_table(Isa::Avx2); return table; }
+        case Isa::Avx512: { static const MatmulTable table = build_matmul_table(Isa::Avx512); return table; }
+        case Isa::Avx512Bf16: { static const MatmulTable table = build_matmul_table(Isa::Avx512Bf16); return table; }
+        case Isa::Neon: { static const MatmulTable table = build_matmul_table(Isa::Neon); return table; }
+    }
+    throw Error("cpu", "unknown instruction set level");
 }
 
 WeightMatrix weight_matrix(const TensorInfo& tensor) {
@@ -279,9 +294,8 @@ WeightMatrix weight_matrix(const TensorInfo& tensor) {
     return w;
 }
 
-void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     check_supported(w);
-    const MatmulTable& table = matmul_table(active_isa());
     const RowDot direct = row_dot(table, w.dtype);
     PackedActivations act;
     act.cols = w.cols;
@@ -312,11 +326,84 @@ void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
     });
 }
 
-void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
-    check_supported(w);
-    const MatmulTable& table = matmul_table(active_isa());
+namespace {
+
+// The blocked GEMM loop, shared by the f32 path and the bf16-pair path. Each thread owns panels of
+// kGemmRows output rows. A panel's outputs (tokens x 16 floats) stay in cache while its weights are
+// packed once, slice by slice, and every token group is multiplied by each slice; the packed
+// activations stream from the shared last-level cache. Packed is float (one value per k) or
+// uint32_t (two bf16 values per pair of k); x_group_stride is the packed length of a token group.
+template <class Packed, class PackPanel, class Tile>
+void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int64_t x_group_stride, int64_t tokens, float* y,
+                 ThreadPool& pool, PackPanel pack_panel, Tile tile_kernel) {
     const int64_t K = w.cols;
     const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
+    const int64_t panels = (w.rows + kGemmRows - 1) / kGemmRows;
+    const auto block_elements = dtype_traits(w.dtype).block_elements;
+    const auto block_bytes = static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
+    constexpr int64_t kPerK = std::is_same_v<Packed, uint32_t> ? 2 : 1;  // k values per packed step
+    pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
+        std::vector<Packed> packed_w(static_cast<size_t>(kGemmKc / kPerK * kGemmRows));
+        float tile[kGemmTokens * kGemmRows];
+        const std::byte* rows[kGemmRows];
+        for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+            const int64_t r0 = panel * kGemmRows;
+            const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
+            for (int64_t k0 = 0; k0 < K; k0 += kGemmKc) {
+                const int64_t kc = std::min<int64_t>(kGemmKc, K - k0);
+                const int64_t steps = (kc + kPerK - 1) / kPerK;
+                const uint64_t byte_offset = static_cast<uint64_t>(k0 / block_elements) * block_bytes;
+                for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
+                pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data());
+                for (int64_t g = 0; g < groups; ++g) {
+                    const Packed* xs = packed_x.data() + g * x_group_stride + k0 / kPerK * kGemmTokens;
+                    const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
+                    float* out = y + g * kGemmTokens * w.rows + r0;
+                    if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
+                        tile_kernel(steps, xs, packed_w.data(), out, w.rows, k0 > 0);
+                        continue;
+                    }
+                    // A tile at the edge of the output: computed aside, only its valid part kept.
+                    tile_kernel(steps, xs, packed_w.data(), tile, kGemmRows, false);
+                    for (int64_t t = 0; t < valid_tokens; ++t)
+                        for (int64_t r = 0; r < valid_rows; ++r)
+                            out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
+                }
+            }
+        }
+    });
+}
+
+}  // namespace
+
+void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    check_supported(w);
+    const int64_t K = w.cols;
+    const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
+
+    if (w.dtype == DType::BF16 && table.gemm_tile_bf16) {
+        // bf16 weights on a level with a bf16 dot product: activations rounded to bf16 once,
+        // packed as pairs of consecutive k (one 32-bit word per token and k pair), zero-padded.
+        const int64_t pairs = (K + 1) / 2;
+        std::vector<uint32_t> packed_x(static_cast<size_t>(groups * pairs * kGemmTokens));
+        pool.parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t g = begin; g < end; ++g)
+                for (int t = 0; t < kGemmTokens; ++t) {
+                    const int64_t token = g * kGemmTokens + t;
+                    for (int64_t p = 0; p < pairs; ++p) {
+                        auto bits = [&](int64_t k) -> uint32_t { return token < tokens && k < K ? f32_to_bf16(x[token * K + k]) : 0u; };
+                        packed_x[static_cast<size_t>((g * pairs + p) * kGemmTokens + t)] = bits(2 * p) | bits(2 * p + 1) << 16;
+                    }
+                }
+        });
+        gemm_panels(w, packed_x, pairs * kGemmTokens, tokens, y, pool,
+                    [&](DType, const std::byte* const* rows, int valid_rows, int64_t kc, uint32_t* packed) {
+                        table.pack_panel_bf16(rows, valid_rows, kc, packed);
+                    },
+                    table.gemm_tile_bf16);
+        return;
+    }
+
     // Activations packed once: group g holds K steps of kGemmTokens values, zero-padded.
     std::vector<float> packed_x(static_cast<size_t>(groups * K * kGemmTokens));
     pool.parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
@@ -328,46 +415,18 @@ void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
             }
         }
     });
-
-    // Each thread owns panels of 16 output rows. A panel's outputs (tokens x 16 floats) stay in
-    // cache while its weights are dequantised once, slice by slice, and every token group is
-    // multiplied by each slice; the packed activations stream from the shared last-level cache.
-    const int64_t panels = (w.rows + kGemmRows - 1) / kGemmRows;
-    const auto block_elements = dtype_traits(w.dtype).block_elements;
-    const auto block_bytes = static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
     // f32, f16 and bf16 panels are packed by the level's own kernel; other types are dequantised
     // row by row (pack_panel_scalar's path through convert_to_f32).
     const bool float_weights = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
-    const auto pack_panel = float_weights ? table.pack_panel : pack_panel_scalar;
-    pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
-        std::vector<float> packed_w(static_cast<size_t>(kGemmKc * kGemmRows));
-        float tile[kGemmTokens * kGemmRows];
-        const std::byte* rows[kGemmRows];
-        for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
-            const int64_t r0 = panel * kGemmRows;
-            const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
-            for (int64_t k0 = 0; k0 < K; k0 += kGemmKc) {
-                const int64_t kc = std::min<int64_t>(kGemmKc, K - k0);
-                const uint64_t byte_offset = static_cast<uint64_t>(k0 / block_elements) * block_bytes;
-                for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
-                pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data());
-                for (int64_t g = 0; g < groups; ++g) {
-                    const float* xs = packed_x.data() + (g * K + k0) * kGemmTokens;
-                    const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
-                    float* out = y + g * kGemmTokens * w.rows + r0;
-                    if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
-                        table.gemm_tile(kc, xs, packed_w.data(), out, w.rows, k0 > 0);
-                        continue;
-                    }
-                    // A tile at the edge of the output: computed aside, only its valid part kept.
-                    table.gemm_tile(kc, xs, packed_w.data(), tile, kGemmRows, false);
-                    for (int64_t t = 0; t < valid_tokens; ++t)
-                        for (int64_t r = 0; r < valid_rows; ++r)
-                            out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
-                }
-            }
-        }
-    });
+    gemm_panels(w, packed_x, K * kGemmTokens, tokens, y, pool, float_weights ? table.pack_panel : pack_panel_scalar, table.gemm_tile);
+}
+
+void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    gemv_with(matmul_table(active_isa()), w, x, tokens, y, pool);
+}
+
+void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    gemm_with(matmul_table(active_isa()), w, x, tokens, y, pool);
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {

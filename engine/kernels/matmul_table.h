@@ -1,9 +1,10 @@
 #pragma once
 // The per-instruction-set pieces of matmul: activation quantisers, row dot products per weight
 // type, and the GEMM register kernel. matmul.cpp holds the scalar versions (the reference every
-// other level is tested against) and the drivers; x86/matmul_avx2.cpp overrides entries.
+// other level is tested against) and the drivers; the files under x86/ override entries.
 
 #include "kernels/isa.h"
+#include "kernels/matmul.h"
 
 #include <oxinfer/dtype.h>
 
@@ -56,16 +57,32 @@ struct MatmulTable {
     // c[t * ldc + r] (+)= sum_k packed_x[k][t] * packed_w[k][r] for a kGemmTokens x kGemmRows
     // tile: added to c when `accumulate`, else stored.
     void (*gemm_tile)(int64_t k, const float* packed_x, const float* packed_w, float* c, int64_t ldc, bool accumulate);
+    // bf16 weights on levels with a bf16 dot product (nullptr elsewhere): the same tile over pairs
+    // of k, each packed value a 32-bit word holding bf16 values k (low half) and k+1 (high half).
+    // packed_w[p * kGemmRows + r] = row r's pair p (zero past kc or valid_rows); packed_x likewise
+    // with kGemmTokens per pair. Activations are rounded to bf16 (round to nearest even).
+    void (*pack_panel_bf16)(const std::byte* const* rows, int valid_rows, int64_t kc, uint32_t* packed);
+    void (*gemm_tile_bf16)(int64_t pairs, const uint32_t* packed_x, const uint32_t* packed_w, float* c, int64_t ldc, bool accumulate);
     // Benchmark probes: the sum of n floats read as fast as the level allows (memory
     // bandwidth), and `iterations` rounds of independent multiply-adds, returning the number of
     // floating-point operations done (peak arithmetic rate; the sum lands in *sink).
     float (*read_sum)(const float* data, int64_t n);
     double (*peak_flops_probe)(int64_t iterations, float* sink);
+    // The same for the bf16 dot product that gemm_tile_bf16 uses (nullptr where there is none).
+    double (*peak_bf16_probe)(int64_t iterations, float* sink);
 };
 
+// The table of a level this build contains and this CPU supports (built on first use); throws
+// oxinfer::Error for any other level, so that no SIMD code runs on a CPU without it.
 const MatmulTable& matmul_table(Isa isa);
 RowDot row_dot(const MatmulTable& table, DType type);  // nullptr when the type has none
 
+// gemv() and gemm() with the entries of a given table (tests compare levels through them).
+void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+
 void fill_matmul_avx2(MatmulTable& table);
+void fill_matmul_avx512(MatmulTable& table);      // on top of the AVX2 entries
+void fill_matmul_avx512bf16(MatmulTable& table);  // on top of the AVX-512 entries
 
 }  // namespace oxinfer::kernels

@@ -41,14 +41,12 @@ const OpsTable& ops_table(Isa isa) {
             static const OpsTable table = build_table(Isa::Avx2, fill_ops_avx2);
             return table;
         }
-        // The AVX-512 levels run the AVX2 ops until AVX-512 versions have run on AVX-512 hardware
-        // (or under emulation) in the tests: no machine of this project has it yet.
         case Isa::Avx512: {
-            static const OpsTable table = build_table(Isa::Avx512, fill_ops_avx2);
+            static const OpsTable table = build_table(Isa::Avx512, fill_ops_avx2, fill_ops_avx512);
             return table;
         }
         case Isa::Avx512Bf16: {
-            static const OpsTable table = build_table(Isa::Avx512Bf16, fill_ops_avx2);
+            static const OpsTable table = build_table(Isa::Avx512Bf16, fill_ops_avx2, fill_ops_avx512);
             return table;
         }
 #endif

@@ -66,6 +66,7 @@ void rope_angles(int64_t position, const float* inv_freq, int64_t half, float at
 void fill_ops_scalar(OpsTable& table);
 #if defined(__x86_64__) || defined(_M_X64)
 void fill_ops_avx2(OpsTable& table);
+void fill_ops_avx512(OpsTable& table);
 #endif
 #if defined(__aarch64__)
 void fill_ops_neon(OpsTable& table);

@@ -26,6 +26,7 @@ struct KernelBenchResult {
     DType type;
     double gemv_gbs = 0;     // weight bytes / second
     double gemm_gflops = 0;  // 2 * tokens * rows * cols / second
+    double gemm_peak_gflops = 0;  // the peak of the instruction this type's GEMM uses (FMA, or vdpbf16ps for bf16 where present)
 };
 
 struct KernelBenchReport {

@@ -1,0 +1,148 @@
+// AVX-512 (F/BW/VL/DQ) matmul kernels, on top of the AVX2 table: the f32/f16/bf16 row dots, the
+// GEMM register tile and the benchmark probes, 16 lanes wide. The integer dots of the block types
+// stay AVX2 (they are bound by memory bandwidth; the VNNI level replaces them).
+//
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq and run only after run-time detection:
+// everything lives in an anonymous namespace and uses only intrinsics and plain loops (no shared
+// inline functions or templates, whose AVX-512 copies the linker could hand to code running on
+// older CPUs). fill_matmul_avx512 is the only exported symbol.
+
+#include "kernels/block_layouts.h"
+#include "kernels/matmul_table.h"
+
+#ifdef OXINFER_SIMD_EMULATION  // the tests' second build of this file, on any x86 CPU (tests/CMakeLists.txt)
+#include "avx512_emulation.h"
+#define fill_matmul_avx512 fill_matmul_avx512_emulated
+#else
+#include <immintrin.h>
+#endif
+
+namespace oxinfer::kernels {
+namespace {
+
+using U8 = const uint8_t*;
+
+inline __mmask16 tail_mask(int64_t rem) { return static_cast<__mmask16>(rem >= 16 ? 0xffffu : (1u << rem) - 1u); }
+
+// As in the AVX2 file: keeps enough cache-line reads in flight for GEMV to reach the bandwidth.
+constexpr int kPrefetchBytes = 2048;
+inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
+
+float dot_f32_avx512(int64_t n, const std::byte* w, const void* a) {
+    const auto* wf = reinterpret_cast<const float*>(w);
+    const auto* af = static_cast<const float*>(a);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        for (int j = 0; j < 4; ++j) prefetch_weights(wf + i + 16 * j);
+        for (int j = 0; j < 4; ++j) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(wf + i + 16 * j), _mm512_loadu_ps(af + i + 16 * j), acc[j]);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        acc[0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wf + i), _mm512_maskz_loadu_ps(m, af + i), acc[0]);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+template <bool kBf16>
+inline __m512 widen16(__m256i bits) {
+    if constexpr (kBf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    else return _mm512_cvtph_ps(bits);
+}
+
+template <bool kBf16>
+float dot_16bit_avx512(int64_t n, const std::byte* w, const void* a) {
+    auto* p = reinterpret_cast<U8>(w);
+    const auto* af = static_cast<const float*>(a);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        prefetch_weights(p + 2 * i);
+        prefetch_weights(p + 2 * i + 64);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * (i + 16 * j)));
+            acc[j] = _mm512_fmadd_ps(widen16<kBf16>(bits), _mm512_loadu_ps(af + i + 16 * j), acc[j]);
+        }
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        const __m256i bits = _mm256_maskz_loadu_epi16(m, p + 2 * i);
+        acc[0] = _mm512_fmadd_ps(widen16<kBf16>(bits), _mm512_maskz_loadu_ps(m, af + i), acc[0]);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+// The 6 x 16 tile: one zmm of weights per k, six broadcast activations. Six accumulators cannot
+// hide the FMA latency on two ports, so even and odd k accumulate separately (12 chains).
+void gemm_tile_avx512(int64_t k, const float* xp, const float* wp, float* c, int64_t ldc, bool accumulate) {
+    static_assert(kGemmTokens == 6 && kGemmRows == 16, "the register tile is 6 x 16");
+    __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
+    __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
+    int64_t kk = 0;
+    for (; kk + 2 <= k; kk += 2, xp += 12, wp += 32) {
+        const __m512 w0 = _mm512_loadu_ps(wp);
+        const __m512 w1 = _mm512_loadu_ps(wp + 16);
+        e0 = _mm512_fmadd_ps(_mm512_set1_ps(xp[0]), w0, e0);
+        e1 = _mm512_fmadd_ps(_mm512_set1_ps(xp[1]), w0, e1);
+        e2 = _mm512_fmadd_ps(_mm512_set1_ps(xp[2]), w0, e2);
+        e3 = _mm512_fmadd_ps(_mm512_set1_ps(xp[3]), w0, e3);
+        e4 = _mm512_fmadd_ps(_mm512_set1_ps(xp[4]), w0, e4);
+        e5 = _mm512_fmadd_ps(_mm512_set1_ps(xp[5]), w0, e5);
+        o0 = _mm512_fmadd_ps(_mm512_set1_ps(xp[6]), w1, o0);
+        o1 = _mm512_fmadd_ps(_mm512_set1_ps(xp[7]), w1, o1);
+        o2 = _mm512_fmadd_ps(_mm512_set1_ps(xp[8]), w1, o2);
+        o3 = _mm512_fmadd_ps(_mm512_set1_ps(xp[9]), w1, o3);
+        o4 = _mm512_fmadd_ps(_mm512_set1_ps(xp[10]), w1, o4);
+        o5 = _mm512_fmadd_ps(_mm512_set1_ps(xp[11]), w1, o5);
+    }
+    if (kk < k) {
+        const __m512 w0 = _mm512_loadu_ps(wp);
+        e0 = _mm512_fmadd_ps(_mm512_set1_ps(xp[0]), w0, e0);
+        e1 = _mm512_fmadd_ps(_mm512_set1_ps(xp[1]), w0, e1);
+        e2 = _mm512_fmadd_ps(_mm512_set1_ps(xp[2]), w0, e2);
+        e3 = _mm512_fmadd_ps(_mm512_set1_ps(xp[3]), w0, e3);
+        e4 = _mm512_fmadd_ps(_mm512_set1_ps(xp[4]), w0, e4);
+        e5 = _mm512_fmadd_ps(_mm512_set1_ps(xp[5]), w0, e5);
+    }
+    const __m512 rows[6] = {_mm512_add_ps(e0, o0), _mm512_add_ps(e1, o1), _mm512_add_ps(e2, o2),
+                            _mm512_add_ps(e3, o3), _mm512_add_ps(e4, o4), _mm512_add_ps(e5, o5)};
+    for (int t = 0; t < 6; ++t) {
+        float* out = c + t * ldc;
+        _mm512_storeu_ps(out, accumulate ? _mm512_add_ps(_mm512_loadu_ps(out), rows[t]) : rows[t]);
+    }
+}
+
+float read_sum_avx512(const float* data, int64_t n) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
+    for (; i < n; i += 16) acc[0] = _mm512_add_ps(acc[0], _mm512_maskz_loadu_ps(tail_mask(n - i), data + i));
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+double peak_flops_probe_avx512(int64_t iterations, float* sink) {
+    // 12 independent 16-lane FMA chains: enough to cover 4-cycle latency on two FMA ports.
+    __m512 c[12];
+    for (int j = 0; j < 12; ++j) c[j] = _mm512_set1_ps(static_cast<float>(j));
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iterations; ++i)
+        for (int j = 0; j < 12; ++j) c[j] = _mm512_fmadd_ps(c[j], a, b);
+    __m512 total = c[0];
+    for (int j = 1; j < 12; ++j) total = _mm512_add_ps(total, c[j]);
+    *sink = _mm512_reduce_add_ps(total);
+    return 2.0 * 16 * 12 * static_cast<double>(iterations);
+}
+
+}  // namespace
+
+void fill_matmul_avx512(MatmulTable& table) {
+    table.dot_f32 = dot_f32_avx512;
+    table.dot_f16 = dot_16bit_avx512<false>;
+    table.dot_bf16 = dot_16bit_avx512<true>;
+    table.gemm_tile = gemm_tile_avx512;
+    table.read_sum = read_sum_avx512;
+    table.peak_flops_probe = peak_flops_probe_avx512;
+}
+
+}  // namespace oxinfer::kernels

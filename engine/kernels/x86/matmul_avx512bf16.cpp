@@ -1,0 +1,135 @@
+// AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
+// and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs).
+//
+// Compiled with -mavx512bf16 -mavx512vnni (and the AVX-512 flags) and run only after run-time
+// detection; self-contained for the same reason as the other x86 files. fill_matmul_avx512bf16 is
+// the only exported symbol.
+
+#include "kernels/block_layouts.h"
+#include "kernels/matmul_table.h"
+
+#ifdef OXINFER_SIMD_EMULATION  // the tests' second build of this file, on any x86 CPU (tests/CMakeLists.txt)
+#include "avx512_emulation.h"
+#define fill_matmul_avx512bf16 fill_matmul_avx512bf16_emulated
+#else
+#include <immintrin.h>
+#endif
+
+namespace oxinfer::kernels {
+namespace {
+
+using U8 = const uint8_t*;
+
+constexpr int kPrefetchBytes = 2048;
+inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
+
+inline float half(U8 p) { return _cvtsh_ss(blocks::load_u16(p)); }
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+float dot_q8_0_vnni(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock32*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
+        prefetch_weights(p);
+        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
+        // vpdpbusd multiplies unsigned by signed bytes: |w| times a with w's sign moved onto it.
+        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wq), _mm256_sign_epi8(aq, wq));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half(p) * act[b].d), _mm256_cvtepi32_ps(sums), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q4_0_vnni(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock32*>(a);
+    auto* p = reinterpret_cast<U8>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block
+    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
+        prefetch_weights(p);
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+        const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);  // 0..15, unsigned
+        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
+        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), codes, aq);
+        const float d = half(p) * act[b].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums), acc);
+        offset += d * static_cast<float>(8 * act[b].qsum);
+    }
+    return hsum(acc) - offset;
+}
+
+// Gathers pair p (bf16 values 2p, 2p+1 as one 32-bit word) of every row with one masked gather
+// from the first row's address plus each row's byte offset.
+void pack_panel_bf16_avx512(const std::byte* const* rows, int valid_rows, int64_t kc, uint32_t* packed) {
+    alignas(64) int32_t offsets[kGemmRows] = {};
+    for (int r = 1; r < valid_rows; ++r) offsets[r] = static_cast<int32_t>(rows[r] - rows[0]);
+    const __m512i index = _mm512_load_si512(offsets);
+    const __mmask16 valid = static_cast<__mmask16>((1u << valid_rows) - 1u);
+    const int64_t full_pairs = kc / 2;
+    for (int64_t p = 0; p < full_pairs; ++p) {
+        const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, index, rows[0] + 4 * p, 1);
+        _mm512_storeu_si512(packed + p * kGemmRows, words);
+    }
+    if (kc % 2) {  // the last pair has one value: read only its two bytes, the rest of the row may not exist
+        for (int r = 0; r < kGemmRows; ++r)
+            packed[full_pairs * kGemmRows + r] = r < valid_rows ? blocks::load_u16(reinterpret_cast<U8>(rows[r]) + 4 * full_pairs) : 0u;
+    }
+}
+
+// The 6 x 16 tile over pairs of k: each vdpbf16ps adds two products per lane. Even and odd pairs
+// accumulate separately (12 chains) to cover the instruction's latency.
+void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp, float* c, int64_t ldc, bool accumulate) {
+    static_assert(kGemmTokens == 6 && kGemmRows == 16, "the register tile is 6 x 16");
+    __m512 e[6], o[6];
+    for (int t = 0; t < 6; ++t) e[t] = o[t] = _mm512_setzero_ps();
+    auto x = [](const uint32_t* v) { return (__m512bh)_mm512_set1_epi32(static_cast<int>(*v)); };
+    int64_t p = 0;
+    for (; p + 2 <= pairs; p += 2, xp += 12, wp += 32) {
+        const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wp);
+        const __m512bh w1 = (__m512bh)_mm512_loadu_si512(wp + 16);
+        for (int t = 0; t < 6; ++t) e[t] = _mm512_dpbf16_ps(e[t], x(xp + t), w0);
+        for (int t = 0; t < 6; ++t) o[t] = _mm512_dpbf16_ps(o[t], x(xp + 6 + t), w1);
+    }
+    if (p < pairs) {
+        const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wp);
+        for (int t = 0; t < 6; ++t) e[t] = _mm512_dpbf16_ps(e[t], x(xp + t), w0);
+    }
+    for (int t = 0; t < 6; ++t) {
+        float* out = c + t * ldc;
+        const __m512 sum = _mm512_add_ps(e[t], o[t]);
+        _mm512_storeu_ps(out, accumulate ? _mm512_add_ps(_mm512_loadu_ps(out), sum) : sum);
+    }
+}
+
+double peak_bf16_probe_avx512(int64_t iterations, float* sink) {
+    // 12 independent vdpbf16ps chains; each lane adds two products (4 floating-point operations).
+    __m512 c[12];
+    for (int j = 0; j < 12; ++j) c[j] = _mm512_set1_ps(static_cast<float>(j));
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33d633d6);  // bf16 1.0, 1e-7
+    for (int64_t i = 0; i < iterations; ++i)
+        for (int j = 0; j < 12; ++j) c[j] = _mm512_dpbf16_ps(c[j], a, b);
+    __m512 total = c[0];
+    for (int j = 1; j < 12; ++j) total = _mm512_add_ps(total, c[j]);
+    *sink = _mm512_reduce_add_ps(total);
+    return 4.0 * 16 * 12 * static_cast<double>(iterations);
+}
+
+}  // namespace
+
+void fill_matmul_avx512bf16(MatmulTable& table) {
+    table.dot_q8_0 = dot_q8_0_vnni;
+    table.dot_q4_0 = dot_q4_0_vnni;
+    table.pack_panel_bf16 = pack_panel_bf16_avx512;
+    table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
+    table.peak_bf16_probe = peak_bf16_probe_avx512;
+}
+
+}  // namespace oxinfer::kernels

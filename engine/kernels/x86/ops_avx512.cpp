@@ -1,0 +1,438 @@
+// AVX-512 (F/BW/VL/DQ) versions of the hot ops, on top of the AVX2 table (kernels/ops_table.h).
+//
+// This file is compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq and must stay
+// self-contained: everything lives in an anonymous namespace and uses only intrinsics and plain
+// loops. Calling an inline function or template shared with other files (std::min on floats,
+// std::vector methods, <cmath> overloads, lambdas handed to templates from other headers) would
+// emit an AVX-512 copy of it under its common name, which the linker may keep for the whole
+// program; it would then die with "Illegal instruction" on a CPU without AVX-512. The only
+// exported symbol is fill_ops_avx512().
+//
+// The algorithms and their accuracy are those of ops_avx2.cpp (Cephes exp and tanh, NR erfc,
+// double accumulation of reductions, no FMA where the scalar code has none), 16 lanes wide, with
+// mask registers for the tails instead of scalar loops, and vscalefps for the 2^n of exp.
+
+// GCC fuses a multiply and an add written as separate intrinsics into one FMA (-ffp-contract=fast
+// is its default even in ISO mode), which would make RoPE and the GELU argument differ from the
+// scalar code. Explicit _fmadd_ intrinsics still give FMAs. (Clang and MSVC do not fuse across
+// statements.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "kernels/ops_table.h"
+
+#ifdef OXINFER_SIMD_EMULATION  // the tests' second build of this file, on any x86 CPU (tests/CMakeLists.txt)
+#include "avx512_emulation.h"
+#define fill_ops_avx512 fill_ops_avx512_emulated
+#else
+#include <immintrin.h>
+#endif
+
+namespace oxinfer::kernels {
+namespace {
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+inline __mmask16 tail_mask(int64_t rem) {  // lanes [0, rem) set, rem in [0, 16]
+    return static_cast<__mmask16>(rem >= 16 ? 0xffffu : (1u << rem) - 1u);
+}
+inline __m512 load_tail(const float* p, int64_t rem) { return _mm512_maskz_loadu_ps(tail_mask(rem), p); }
+inline void store_tail(float* p, __m512 v, int64_t rem) { _mm512_mask_storeu_ps(p, tail_mask(rem), v); }
+
+inline float inv_sqrt_double(double value) {  // (float)(1 / sqrt(value)), as the scalar code
+    const double root = _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(value)));
+    return static_cast<float>(1.0 / root);
+}
+
+inline __m512d widen_lo(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+inline __m512d widen_hi(__m512 v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+inline __m512 exp512(__m512 x) {
+    // min/max return their second operand when one is NaN, so a NaN passes through.
+    x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(y, n);  // y · 2^n, overflowing to inf and underflowing to denormals correctly
+}
+
+inline __m512 abs512(__m512 x) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff))); }
+inline __m512 sign512(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+}
+inline __m512 or512(__m512 a, __m512 b) {
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+
+inline __m512 tanh512(__m512 x) {
+    const __m512 a = abs512(x);
+    const __m512 z = _mm512_mul_ps(a, a);
+    __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+    const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), a, a);
+    const __m512 e = exp512(_mm512_add_ps(a, a));
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 large = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+    const __mmask16 is_small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ);
+    return or512(_mm512_mask_blend_ps(is_small, large, small), sign512(x));
+}
+
+// erfc(z) for z >= 0 (NR erfcc): t = 1/(1 + z/2), erfc = t·exp(-z²)·exp(P(t)), 0 beyond z = 10;
+// see ops_avx2.cpp.
+inline __m512 erfc_positive512(__m512 z) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
+    __m512 p = _mm512_set1_ps(0.17087277f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
+    const __m512 z2 = _mm512_mul_ps(z, z);
+    const __m512 z2_error = _mm512_fmsub_ps(z, z, z2);
+    const __m512 gauss = _mm512_mul_ps(exp512(_mm512_sub_ps(_mm512_setzero_ps(), z2)), _mm512_sub_ps(one, z2_error));
+    const __m512 erfc = _mm512_mul_ps(_mm512_mul_ps(t, gauss), exp512(p));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(10.0f), _CMP_NGT_UQ), erfc);  // 0 beyond 10; NaN stays NaN
+}
+
+inline __m512 silu512(__m512 x) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+inline __m512 gelu_tanh512(__m512 x) {
+    const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x), x), x);
+    const __m512 inner = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), _mm512_add_ps(x, cube));
+    const __m512 e = exp512(_mm512_mul_ps(_mm512_set1_ps(-2.0f), inner));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+inline __m512 gelu_erf512(__m512 x) {
+    const __m512 e = erfc_positive512(_mm512_mul_ps(abs512(x), _mm512_set1_ps(0.7071067811865476f)));
+    const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 factor = _mm512_mask_blend_ps(negative, _mm512_sub_ps(_mm512_set1_ps(2.0f), e), e);
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), factor);
+}
+
+// ---- row ops ----------------------------------------------------------------------------------
+
+void rms_norm_avx512(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps, bool offset_one) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+        __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd(), s2 = _mm512_setzero_pd(), s3 = _mm512_setzero_pd();
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+            const __m512d a0 = widen_lo(a), a1 = widen_hi(a), b0 = widen_lo(b), b1 = widen_hi(b);
+            s0 = _mm512_fmadd_pd(a0, a0, s0);
+            s1 = _mm512_fmadd_pd(a1, a1, s1);
+            s2 = _mm512_fmadd_pd(b0, b0, s2);
+            s3 = _mm512_fmadd_pd(b1, b1, s3);
+        }
+        for (; i < n; i += 16) {
+            const __m512 a = load_tail(x + i, n - i);
+            const __m512d a0 = widen_lo(a), a1 = widen_hi(a);
+            s0 = _mm512_fmadd_pd(a0, a0, s0);
+            s1 = _mm512_fmadd_pd(a1, a1, s1);
+        }
+        const double sum = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+        const __m512 inv = _mm512_set1_ps(inv_sqrt_double(sum / static_cast<double>(n) + eps));
+        for (i = 0; i < n; i += 16) {
+            const __mmask16 mask = tail_mask(n - i);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + i), inv);
+            if (weight) {
+                __m512 w = _mm512_maskz_loadu_ps(mask, weight + i);
+                if (offset_one) w = _mm512_add_ps(one, w);
+                v = _mm512_mul_ps(v, w);
+            }
+            _mm512_mask_storeu_ps(y + i, mask, v);
+        }
+    }
+}
+
+double exp_sum_avx512(float* x, int64_t n, float max) {
+    const __m512 m = _mm512_set1_ps(max);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tail_mask(n - i);
+        const __m512 e = _mm512_maskz_mov_ps(mask, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), m)));
+        _mm512_mask_storeu_ps(x + i, mask, e);
+        s0 = _mm512_add_pd(s0, widen_lo(e));
+        s1 = _mm512_add_pd(s1, widen_hi(e));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+void scale_avx512(float* x, float s, int64_t n);
+
+void softmax_avx512(float* x, int64_t rows, int64_t n) {
+    const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
+    for (int64_t r = 0; r < rows; ++r, x += n) {
+        __m512 m = minus_inf;
+        for (int64_t i = 0; i < n; i += 16)  // masked-off lanes load as -inf; NaN in x keeps m
+            m = _mm512_max_ps(_mm512_mask_loadu_ps(minus_inf, tail_mask(n - i), x + i), m);
+        const float inv = static_cast<float>(1.0 / exp_sum_avx512(x, n, _mm512_reduce_max_ps(m)));
+        scale_avx512(x, inv, n);
+    }
+}
+
+void rope_rotate_avx512(float* x, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float* cos, const float* sin,
+                        RopeLayout layout) {
+    const int64_t half = rotary_dim / 2;
+    // Interleaved: lane 2k and 2k+1 both use pair k's cos/sin; even lanes take -sin (a·c + b·(-s)).
+    const __m512i duplicate = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i even_sign = _mm512_setr_epi32(static_cast<int>(0x80000000u), 0, static_cast<int>(0x80000000u), 0,
+                                                static_cast<int>(0x80000000u), 0, static_cast<int>(0x80000000u), 0,
+                                                static_cast<int>(0x80000000u), 0, static_cast<int>(0x80000000u), 0,
+                                                static_cast<int>(0x80000000u), 0, static_cast<int>(0x80000000u), 0);
+    for (int64_t h = 0; h < heads; ++h, x += head_dim) {
+        if (layout == RopeLayout::SplitHalf) {
+            float* lo = x;
+            float* hi = x + half;
+            for (int64_t i = 0; i < half; i += 16) {
+                const __mmask16 mask = tail_mask(half - i);
+                const __m512 a = _mm512_maskz_loadu_ps(mask, lo + i), b = _mm512_maskz_loadu_ps(mask, hi + i);
+                const __m512 c = _mm512_maskz_loadu_ps(mask, cos + i), s = _mm512_maskz_loadu_ps(mask, sin + i);
+                _mm512_mask_storeu_ps(lo + i, mask, _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)));
+                _mm512_mask_storeu_ps(hi + i, mask, _mm512_add_ps(_mm512_mul_ps(b, c), _mm512_mul_ps(a, s)));
+            }
+        } else {
+            for (int64_t i = 0; i < half; i += 8) {  // 8 pairs per vector
+                const int64_t pairs = half - i < 8 ? half - i : 8;
+                const __mmask8 mask8 = static_cast<__mmask8>((1u << pairs) - 1u);
+                const __mmask16 mask = tail_mask(2 * pairs);
+                const __m512 c8 = _mm512_castps256_ps512(_mm256_maskz_loadu_ps(mask8, cos + i));
+                const __m512 s8 = _mm512_castps256_ps512(_mm256_maskz_loadu_ps(mask8, sin + i));
+                const __m512 c = _mm512_permutexvar_ps(duplicate, c8);
+                const __m512 s = _mm512_castsi512_ps(
+                    _mm512_xor_si512(_mm512_castps_si512(_mm512_permutexvar_ps(duplicate, s8)), even_sign));
+                const __m512 v = _mm512_maskz_loadu_ps(mask, x + 2 * i);  // a0 b0 a1 b1 ...
+                const __m512 swapped = _mm512_permute_ps(v, 0xB1);        // b0 a0 b1 a1 ...
+                _mm512_mask_storeu_ps(x + 2 * i, mask, _mm512_add_ps(_mm512_mul_ps(v, c), _mm512_mul_ps(swapped, s)));
+            }
+        }
+    }
+}
+
+// ---- element-wise -----------------------------------------------------------------------------
+
+template <class F>
+inline void map1(const float* x, float* y, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f(_mm512_loadu_ps(x + i)));
+    if (i < n) store_tail(y + i, f(load_tail(x + i, n - i)), n - i);
+}
+template <class F>
+inline void map2(const float* a, const float* b, float* y, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    if (i < n) store_tail(y + i, f(load_tail(a + i, n - i), load_tail(b + i, n - i)), n - i);
+}
+
+void silu_avx512(const float* x, float* y, int64_t n) { map1(x, y, n, [](__m512 v) { return silu512(v); }); }
+void gelu_tanh_avx512(const float* x, float* y, int64_t n) { map1(x, y, n, [](__m512 v) { return gelu_tanh512(v); }); }
+void gelu_erf_avx512(const float* x, float* y, int64_t n) { map1(x, y, n, [](__m512 v) { return gelu_erf512(v); }); }
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
+    map2(gate, up, out, n, [](__m512 g, __m512 u) { return _mm512_mul_ps(silu512(g), u); });
+}
+void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n) {
+    map2(gate, up, out, n, [](__m512 g, __m512 u) { return _mm512_mul_ps(gelu_tanh512(g), u); });
+}
+void add_avx512(const float* a, const float* b, float* out, int64_t n) {
+    map2(a, b, out, n, [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); });
+}
+void mul_avx512(const float* a, const float* b, float* out, int64_t n) {
+    map2(a, b, out, n, [](__m512 u, __m512 v) { return _mm512_mul_ps(u, v); });
+}
+void scale_avx512(float* x, float s, int64_t n) {
+    const __m512 sv = _mm512_set1_ps(s);
+    map1(x, x, n, [sv](__m512 v) { return _mm512_mul_ps(v, sv); });
+}
+void softcap_avx512(float* x, float cap, int64_t n) {
+    const __m512 c = _mm512_set1_ps(cap);
+    map1(x, x, n, [c](__m512 v) { return _mm512_mul_ps(c, tanh512(_mm512_div_ps(v, c))); });
+}
+
+// ---- conversions ------------------------------------------------------------------------------
+
+inline __m512 f16x16_to_f32(__m256i h) { return _mm512_cvtph_ps(h); }
+inline __m512 bf16x16_to_f32(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+
+inline __m256i to_f16(__m512 v) {
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    // The scalar conversion writes every NaN as sign|0x7e00; the instruction would keep part of the payload.
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m256i quiet =
+        _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(0x8000))), _mm256_set1_epi16(0x7e00));
+    return _mm256_mask_blend_epi16(nan, h, quiet);
+}
+inline __m256i to_bf16(__m512 v) {  // round to nearest even; NaN -> (bits >> 16) | 0x40, as the scalar code
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+void f16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, mask, f16x16_to_f32(_mm256_maskz_loadu_epi16(mask, src + i)));
+    }
+}
+void bf16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, mask, bf16x16_to_f32(_mm256_maskz_loadu_epi16(mask, src + i)));
+    }
+}
+void f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tail_mask(n - i);
+        _mm256_mask_storeu_epi16(dst + i, mask, to_f16(_mm512_maskz_loadu_ps(mask, src + i)));
+    }
+}
+void f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 mask = tail_mask(n - i);
+        _mm256_mask_storeu_epi16(dst + i, mask, to_bf16(_mm512_maskz_loadu_ps(mask, src + i)));
+    }
+}
+
+// ---- attention inner loops --------------------------------------------------------------------
+
+// 16 values of a KV row of type T from element offset i; lanes outside `mask` read nothing and are 0.
+template <int T>
+inline __m512 kv_load(const std::byte* row, int64_t i, __mmask16 mask) {
+    if constexpr (T == KvF32)
+        return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + i);
+    else if constexpr (T == KvF16)
+        return f16x16_to_f32(_mm256_maskz_loadu_epi16(mask, row + 2 * i));
+    else
+        return bf16x16_to_f32(_mm256_maskz_loadu_epi16(mask, row + 2 * i));
+}
+template <int T>
+inline __m512 kv_load16(const std::byte* row, int64_t i) {
+    if constexpr (T == KvF32)
+        return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    else if constexpr (T == KvF16)
+        return f16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
+    else
+        return bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
+}
+
+template <int T>
+void kv_dot_avx512(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores) {
+    const int64_t full = dim & ~int64_t{15}, rem = dim - full;
+    const __mmask16 rem_mask = tail_mask(rem);
+    const __m512 q_tail = _mm512_maskz_loadu_ps(rem_mask, q + full);
+    int64_t j = 0;
+    for (; j + 4 <= count; j += 4) {  // four keys at once: four independent FMA chains share each q load
+        const std::byte* r0 = rows + j * stride;
+        const std::byte* r1 = r0 + stride;
+        const std::byte* r2 = r1 + stride;
+        const std::byte* r3 = r2 + stride;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+        for (int64_t i = 0; i < full; i += 16) {
+            const __m512 qv = _mm512_loadu_ps(q + i);
+            a0 = _mm512_fmadd_ps(qv, kv_load16<T>(r0, i), a0);
+            a1 = _mm512_fmadd_ps(qv, kv_load16<T>(r1, i), a1);
+            a2 = _mm512_fmadd_ps(qv, kv_load16<T>(r2, i), a2);
+            a3 = _mm512_fmadd_ps(qv, kv_load16<T>(r3, i), a3);
+        }
+        if (rem) {
+            a0 = _mm512_fmadd_ps(q_tail, kv_load<T>(r0, full, rem_mask), a0);
+            a1 = _mm512_fmadd_ps(q_tail, kv_load<T>(r1, full, rem_mask), a1);
+            a2 = _mm512_fmadd_ps(q_tail, kv_load<T>(r2, full, rem_mask), a2);
+            a3 = _mm512_fmadd_ps(q_tail, kv_load<T>(r3, full, rem_mask), a3);
+        }
+        scores[j] = _mm512_reduce_add_ps(a0);
+        scores[j + 1] = _mm512_reduce_add_ps(a1);
+        scores[j + 2] = _mm512_reduce_add_ps(a2);
+        scores[j + 3] = _mm512_reduce_add_ps(a3);
+    }
+    for (; j < count; ++j) {
+        const std::byte* r = rows + j * stride;
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t i = 0; i < full; i += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), kv_load16<T>(r, i), a);
+        if (rem) a = _mm512_fmadd_ps(q_tail, kv_load<T>(r, full, rem_mask), a);
+        scores[j] = _mm512_reduce_add_ps(a);
+    }
+}
+
+template <int T>
+void kv_axpy_avx512(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* acc) {
+    int64_t i = 0;
+    for (; i + 64 <= dim; i += 64) {  // 64 values of acc stay in registers over all keys
+        __m512 c0 = _mm512_loadu_ps(acc + i), c1 = _mm512_loadu_ps(acc + i + 16);
+        __m512 c2 = _mm512_loadu_ps(acc + i + 32), c3 = _mm512_loadu_ps(acc + i + 48);
+        for (int64_t j = 0; j < count; ++j) {
+            const __m512 w = _mm512_set1_ps(weights[j]);
+            const std::byte* r = rows + j * stride;
+            c0 = _mm512_fmadd_ps(w, kv_load16<T>(r, i), c0);
+            c1 = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 16), c1);
+            c2 = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 32), c2);
+            c3 = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 48), c3);
+        }
+        _mm512_storeu_ps(acc + i, c0);
+        _mm512_storeu_ps(acc + i + 16, c1);
+        _mm512_storeu_ps(acc + i + 32, c2);
+        _mm512_storeu_ps(acc + i + 48, c3);
+    }
+    for (; i < dim; i += 16) {
+        const __mmask16 mask = tail_mask(dim - i);
+        __m512 c = _mm512_maskz_loadu_ps(mask, acc + i);
+        for (int64_t j = 0; j < count; ++j) c = _mm512_fmadd_ps(_mm512_set1_ps(weights[j]), kv_load<T>(rows + j * stride, i, mask), c);
+        _mm512_mask_storeu_ps(acc + i, mask, c);
+    }
+}
+
+}  // namespace
+
+void fill_ops_avx512(OpsTable& t) {
+    t.rms_norm = rms_norm_avx512;
+    t.softmax = softmax_avx512;
+    t.rope_rotate = rope_rotate_avx512;
+    t.silu = silu_avx512;
+    t.gelu_tanh = gelu_tanh_avx512;
+    t.gelu_erf = gelu_erf_avx512;
+    t.swiglu = swiglu_avx512;
+    t.geglu_tanh = geglu_tanh_avx512;
+    t.add = add_avx512;
+    t.mul = mul_avx512;
+    t.scale = scale_avx512;
+    t.softcap = softcap_avx512;
+    t.f16_to_f32_row = f16_to_f32_avx512;
+    t.bf16_to_f32_row = bf16_to_f32_avx512;
+    t.f32_to_f16_row = f32_to_f16_avx512;
+    t.f32_to_bf16_row = f32_to_bf16_avx512;
+    t.exp_sum = exp_sum_avx512;
+    t.kv_dot[KvF32] = kv_dot_avx512<KvF32>;
+    t.kv_dot[KvF16] = kv_dot_avx512<KvF16>;
+    t.kv_dot[KvBf16] = kv_dot_avx512<KvBf16>;
+    t.kv_axpy[KvF32] = kv_axpy_avx512<KvF32>;
+    t.kv_axpy[KvF16] = kv_axpy_avx512<KvF16>;
+    t.kv_axpy[KvBf16] = kv_axpy_avx512<KvBf16>;
+}
+
+}  // namespace oxinfer::kernels
