@@ -328,10 +328,15 @@ void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
 
 namespace {
 
+// How many 16-row panels share one pass over a K slice of the packed activations: that slice (all
+// tokens, kGemmKc values each: 512 KB at 512 tokens) is then read from the shared last-level cache
+// once per block of panels, and from the core's L2 for the other panels of the block.
+constexpr int64_t kPanelsPerBlock = 4;
+
 // The blocked GEMM loop, shared by the f32 path and the bf16-pair path. Each thread owns panels of
-// kGemmRows output rows. A panel's outputs (tokens x 16 floats) stay in cache while its weights are
-// packed once, slice by slice, and every token group is multiplied by each slice; the packed
-// activations stream from the shared last-level cache. Packed is float (one value per k) or
+// kGemmRows output rows, taken kPanelsPerBlock at a time. For each K slice, each panel's weights
+// are packed once (L1-resident) and every token group is multiplied by them, accumulating into
+// the outputs. Packed is float (one value per k) or
 // uint32_t (two bf16 values per pair of k); x_group_stride is the packed length of a token group.
 template <class Packed, class PackPanel, class Tile>
 void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int64_t x_group_stride, int64_t tokens, float* y,
@@ -346,28 +351,31 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
         std::vector<Packed> packed_w(static_cast<size_t>(kGemmKc / kPerK * kGemmRows));
         float tile[kGemmTokens * kGemmRows];
         const std::byte* rows[kGemmRows];
-        for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
-            const int64_t r0 = panel * kGemmRows;
-            const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
+        for (int64_t block = panel_begin; block < panel_end; block += kPanelsPerBlock) {
+            const int64_t block_end = std::min(panel_end, block + kPanelsPerBlock);
             for (int64_t k0 = 0; k0 < K; k0 += kGemmKc) {
                 const int64_t kc = std::min<int64_t>(kGemmKc, K - k0);
                 const int64_t steps = (kc + kPerK - 1) / kPerK;
                 const uint64_t byte_offset = static_cast<uint64_t>(k0 / block_elements) * block_bytes;
-                for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
-                pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data());
-                for (int64_t g = 0; g < groups; ++g) {
-                    const Packed* xs = packed_x.data() + g * x_group_stride + k0 / kPerK * kGemmTokens;
-                    const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
-                    float* out = y + g * kGemmTokens * w.rows + r0;
-                    if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
-                        tile_kernel(steps, xs, packed_w.data(), out, w.rows, k0 > 0);
-                        continue;
+                for (int64_t panel = block; panel < block_end; ++panel) {
+                    const int64_t r0 = panel * kGemmRows;
+                    const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
+                    for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
+                    pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data());
+                    for (int64_t g = 0; g < groups; ++g) {
+                        const Packed* xs = packed_x.data() + g * x_group_stride + k0 / kPerK * kGemmTokens;
+                        const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
+                        float* out = y + g * kGemmTokens * w.rows + r0;
+                        if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
+                            tile_kernel(steps, xs, packed_w.data(), out, w.rows, k0 > 0);
+                            continue;
+                        }
+                        // A tile at the edge of the output: computed aside, only its valid part kept.
+                        tile_kernel(steps, xs, packed_w.data(), tile, kGemmRows, false);
+                        for (int64_t t = 0; t < valid_tokens; ++t)
+                            for (int64_t r = 0; r < valid_rows; ++r)
+                                out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
                     }
-                    // A tile at the edge of the output: computed aside, only its valid part kept.
-                    tile_kernel(steps, xs, packed_w.data(), tile, kGemmRows, false);
-                    for (int64_t t = 0; t < valid_tokens; ++t)
-                        for (int64_t r = 0; r < valid_rows; ++r)
-                            out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
                 }
             }
         }
