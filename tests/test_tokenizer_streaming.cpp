@@ -21,21 +21,13 @@ using namespace oxinfer::test;
 class TokenizerStreamingTest : public QObject {
     Q_OBJECT
 
-    std::map<std::string, std::unique_ptr<Tokenizer>> loaded_;
-
-    const Tokenizer& load(const std::string& name) {
-        auto& slot = loaded_[name];
-        if (!slot) slot = Tokenizer::from_folder(data_dir() / "tokenizers" / name);
-        return *slot;
-    }
+    TokenizerCache tokenizers_;
+    const Tokenizer& load(const std::string& name) { return tokenizers_.load(name); }
 
 private slots:
     void initTestCase() {
-        const fs::path dir = data_dir();
-        if (dir.empty() || !fs::exists(dir / "tokenizers" / "qwen3" / "tokenizer.json") ||
-            !fs::exists(dir / "tokenizers" / "spm-unigram" / "tokenizer.json"))
-            QFAIL(qPrintable(QStringLiteral("tokenizer test data is missing (OXINFER_TEST_DATA='%1'): run scripts/fetch-test-data.sh %1")
-                                 .arg(QString::fromStdString(dir.string()))));
+        const std::string missing = missing_test_data();
+        if (!missing.empty()) QFAIL(missing.c_str());
     }
 
     void streaming_data() {

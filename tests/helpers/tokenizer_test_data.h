@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -27,6 +29,29 @@ inline fs::path data_dir() {
     const char* env = std::getenv("OXINFER_TEST_DATA");
     return env ? fs::path(env) : fs::path();
 }
+
+// Empty when the tokenizer files scripts/fetch-test-data.sh fetches are there, else why not (the
+// tests fail with it: without their data they would prove nothing).
+inline std::string missing_test_data() {
+    const fs::path dir = data_dir();
+    if (!dir.empty() && fs::exists(dir / "tokenizers" / "qwen3" / "tokenizer.json") &&
+        fs::exists(dir / "tokenizers" / "spm-unigram" / "tokenizer.json"))
+        return {};
+    return "tokenizer test data is missing (OXINFER_TEST_DATA='" + dir.string() + "'): run scripts/fetch-test-data.sh " + dir.string();
+}
+
+// The fetched tokenizers by folder name, each loaded once per test process.
+class TokenizerCache {
+public:
+    const Tokenizer& load(const std::string& name) {
+        auto& slot = loaded_[name];
+        if (!slot) slot = Tokenizer::from_folder(data_dir() / "tokenizers" / name);
+        return *slot;
+    }
+
+private:
+    std::map<std::string, std::unique_ptr<Tokenizer>> loaded_;
+};
 
 inline std::string read_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
