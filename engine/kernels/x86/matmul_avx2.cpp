@@ -178,18 +178,22 @@ float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock32*>(a);
     auto* p = reinterpret_cast<U8>(w);
     const __m256i low4 = _mm256_set1_epi8(0xF);
-    const __m256i eight = _mm256_set1_epi8(8);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc = _mm256_setzero_ps();
+    float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block, from the activations' qsum
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
+        prefetch_weights(p);
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-        // low nibbles are elements 0..15, high nibbles 16..31.
-        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
-        const __m256i wq = _mm256_sub_epi8(nibbles, eight);
+        // low nibbles are elements 0..15, high nibbles 16..31; as codes 0..15 they are the
+        // unsigned operand maddubs wants, with no sign juggling.
+        const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
         const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-        const __m256 d = _mm256_set1_ps(half(p) * act[b].d);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(wq, aq)), acc);
+        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(codes, aq), ones);
+        const float d = half(p) * act[b].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums), acc);
+        offset += d * static_cast<float>(8 * act[b].qsum);
     }
-    return hsum(acc);
+    return hsum(acc) - offset;
 }
 
 float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
