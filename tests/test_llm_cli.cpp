@@ -55,9 +55,14 @@ private slots:
         QCOMPARE(logits.shape, expected.shape);
         for (size_t i = 0; i < logits.values.size(); ++i) QVERIFY(std::fabs(logits.values[i] - expected.values[i]) <= 1e-4f);
 
-        const QString last = dir.filePath("last.npy");
-        QCOMPARE(run_cli({"logits", "--model", path_of(kDir / "qwen2" / "hf"), "--prompt", "Hi the", "--out", last, "--last"}).exit_code, 0);
-        QCOMPARE(oxinfer::read_npy_f32(last.toStdString()).shape, (std::vector<int64_t>{1, 128}));
+        // --prompt: the HF folder's tokenizer.json and the GGUF's vocabulary give the same ids, so
+        // the same logits.
+        const QString last = dir.filePath("last.npy"), last_gguf = dir.filePath("last_gguf.npy");
+        QCOMPARE(run_cli({"logits", "--model", path_of(kDir / "qwen2" / "hf"), "--prompt", "Hi there, all", "--out", last, "--last"}).exit_code, 0);
+        QCOMPARE(run_cli({"logits", "--model", path_of(kDir / "qwen2" / "f32.gguf"), "--prompt", "Hi there, all", "--out", last_gguf, "--last"}).exit_code, 0);
+        const auto from_hf = oxinfer::read_npy_f32(last.toStdString()), from_gguf = oxinfer::read_npy_f32(last_gguf.toStdString());
+        QCOMPARE(from_hf.shape, (std::vector<int64_t>{1, 128}));
+        for (size_t i = 0; i < from_hf.values.size(); ++i) QVERIFY(std::fabs(from_hf.values[i] - from_gguf.values[i]) <= 1e-4f);
     }
 
     void generate_json_gives_the_greedy_tokens() {

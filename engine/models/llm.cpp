@@ -9,6 +9,7 @@
 #include <oxinfer/hf_cache.h>
 #include <oxinfer/log.h>
 #include <oxinfer/platform.h>
+#include <oxinfer/profiler.h>
 #include <oxinfer/tokenizer.h>
 
 #include <algorithm>
@@ -90,6 +91,7 @@ Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& options) {
     const auto start = Clock::now();
+    profiler::Scope scope("load model");
     auto impl = std::make_unique<Impl>();
     impl->options = options;
     impl->path = hf::resolve_model(model);

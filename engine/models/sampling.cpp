@@ -25,13 +25,15 @@ std::vector<Candidate> filtered_candidates(const SamplingParams& params, const f
     }
     c.reserve(static_cast<size_t>(vocab));
     for (int64_t i = 0; i < vocab; ++i) c.push_back({static_cast<int32_t>(i), logits[i] / params.temperature});
-    std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.prob > b.prob || (a.prob == b.prob && a.id < b.id); });
+    const auto before = [](const Candidate& a, const Candidate& b) { return a.prob > b.prob || (a.prob == b.prob && a.id < b.id); };
     if (params.top_k > 0 && params.top_k < vocab) {
-        const float kth = c[static_cast<size_t>(params.top_k - 1)].prob;
-        size_t keep = static_cast<size_t>(params.top_k);
-        while (keep < c.size() && c[keep].prob >= kth) ++keep;
-        c.resize(keep);
+        // Only the k largest (and ties with the k-th) need sorting: a partition first.
+        const auto kth = c.begin() + (params.top_k - 1);
+        std::nth_element(c.begin(), kth, c.end(), before);
+        const float threshold = kth->prob;
+        c.erase(std::partition(c.begin(), c.end(), [&](const Candidate& x) { return x.prob >= threshold; }), c.end());
     }
+    std::sort(c.begin(), c.end(), before);
     // Softmax over the survivors (the scaled logits are in .prob until here).
     const float max = c.front().prob;
     double sum = 0.0;
