@@ -69,7 +69,7 @@ int run_generate(const std::vector<std::string>& argv) {
     options.push_back({"tokens", "", "IDS", "the prompt as token ids"});
     options.push_back({"chat", "", "", "wrap the prompt as one user message with the chat template"});
     options.push_back({"json", "", "", "print {ids, text, prompt_tokens, pp_tok_s, tg_tok_s} at the end instead of streaming"});
-    options.push_back({"stats", "", "", "print speed statistics to stderr"});
+    options.push_back({"stats", "", "", "print speed statistics and why generation stopped to stderr"});
     Args args("generate", "--model MODEL (--prompt TEXT | --tokens \"ID ...\") [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] "
                           "[--repeat-penalty R] [--seed S] [--chat] [--json]",
               "Generates a continuation of the prompt and streams it to stdout. --temp 0 (the default) is greedy.", options);
@@ -102,8 +102,7 @@ int run_generate(const std::vector<std::string>& argv) {
                                     {"text", result.text},
                                     {"prompt_tokens", result.stats.prompt_tokens},
                                     {"pp_tok_s", result.stats.prefill_tokens_per_second()},
-                                    {"tg_tok_s", result.stats.decode_tokens_per_second()},
-                                    {"stop", stop_reason_name(result.stop)}};
+                                    {"tg_tok_s", result.stats.decode_tokens_per_second()}};
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         std::printf("\n");
