@@ -1,7 +1,10 @@
-// oxinfer bench --kernels [--json]   (model benchmarks, `bench --model`, arrive with the LLM engine)
+// oxinfer bench --kernels [--json]
+// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [--json]   (bench_model.cpp)
 
 #include "args.h"
+#include "bench_model.h"
 #include "commands.h"
+#include "model_options.h"
 
 #include <oxinfer/error.h>
 #include <oxinfer/kernel_bench.h>
@@ -17,21 +20,27 @@ namespace oxinfer::cli {
 int run_bench(const std::vector<std::string>& argv) {
     auto options = common_options();
     options.push_back({"kernels", "", "", "benchmark the matmul kernels against measured bandwidth and FMA peak"});
-    options.push_back({"model", "m", "MODEL", "benchmark a model (not available yet: needs the LLM engine)"});
+    options.push_back({"model", "m", "MODEL", "benchmark a model: prompt processing (pp) and generation (tg) tokens/s"});
+    options.push_back({"n-prompt", "p", "N", "--model: prompt tokens for pp (default 512; 0 skips pp)"});
+    options.push_back({"n-gen", "n", "N", "--model: generated tokens for tg (default 128; 0 skips tg)"});
+    options.push_back({"repetitions", "r", "N", "--model: repetitions (default 5), after one warm-up run"});
+    for (auto& o : model_load_options()) options.push_back(o);
     options.push_back({"types", "", "LIST", "comma-separated weight types for --kernels (default f32,f16,bf16,q8_0,q4_0,q4_k,q6_k)"});
     options.push_back({"quick", "", "", "shorter measurements (about 0.3 s each, smaller GEMV matrices)"});
     options.push_back({"json", "", "", "print one JSON object"});
-    Args args("bench", "--kernels [--json] [-t N]",
+    Args args("bench", "--kernels [--json] [-t N] | --model MODEL [-p 512] [-n 128] [-r 5] [--json] [-t N]",
               "Measures speed. --kernels: memory read bandwidth, FMA peak, and for each weight type the GEMV rate\n"
-              "(GB/s of weights, compare with the bandwidth) and the 512-token GEMM rate (GFLOP/s, compare with the peak).",
+              "(GB/s of weights, compare with the bandwidth) and the 512-token GEMM rate (GFLOP/s, compare with the peak).\n"
+              "--model: as llama-bench, pp = p tokens in one prefill, tg = n tokens decoded one by one, both from an\n"
+              "empty cache; tokens/s as mean ± standard deviation over r runs.",
               options);
     args.parse(argv);
     if (args.help_requested()) {
         std::fputs(args.help().c_str(), stdout);
         return 0;
     }
-    if (args.flag("model")) throw Error("bench", "model benchmarks are not available yet: they arrive with the LLM engine (use --kernels)");
-    if (!args.flag("kernels")) throw Error("bench", "nothing to measure: pass --kernels (see oxinfer bench --help)");
+    if (args.value("model")) return run_model_bench(args);
+    if (!args.flag("kernels")) throw Error("bench", "nothing to measure: pass --kernels or --model (see oxinfer bench --help)");
 
     KernelBenchOptions bench;
     if (auto threads = args.value("threads")) bench.threads = std::stoi(*threads);

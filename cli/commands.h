@@ -21,5 +21,9 @@ int run_detokenize(const std::vector<std::string>& args);
 int run_template(const std::vector<std::string>& args);
 int run_pull(const std::vector<std::string>& args);
 int run_models(const std::vector<std::string>& args);
+int run_logits(const std::vector<std::string>& args);
+int run_generate(const std::vector<std::string>& args);
+int run_chat(const std::vector<std::string>& args);
+int run_synth(const std::vector<std::string>& args);
 
 }  // namespace oxinfer::cli

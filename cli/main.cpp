@@ -17,7 +17,11 @@ using oxinfer::cli::Command;
 constexpr Command kCommands[] = {
     {"inspect", "format, architecture, metadata and tensor table of a checkpoint", oxinfer::cli::run_inspect},
     {"tensor", "write one tensor, dequantised to float32, as a .npy file", oxinfer::cli::run_tensor},
-    {"bench", "measure kernel speed against the machine's bandwidth and peak (--kernels)", oxinfer::cli::run_bench},
+    {"logits", "run a prompt as one prefill and write its logits as a .npy file", oxinfer::cli::run_logits},
+    {"generate", "generate a continuation of a prompt, streamed", oxinfer::cli::run_generate},
+    {"chat", "interactive chat in the terminal", oxinfer::cli::run_chat},
+    {"bench", "measure model speed (--model, as llama-bench) or kernel speed (--kernels)", oxinfer::cli::run_bench},
+    {"synth", "write a random-weight checkpoint with a real model's shape", oxinfer::cli::run_synth},
     {"tokenize", "token ids of a text (tokenizer.json or GGUF vocabulary)", oxinfer::cli::run_tokenize},
     {"detokenize", "the text of token ids", oxinfer::cli::run_detokenize},
     {"template", "render the chat template as transformers' apply_chat_template does", oxinfer::cli::run_template},

@@ -1,0 +1,87 @@
+// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-t N] [--json]: prompt processing (pp) and
+// generation (tg) speed as llama-bench measures them. pp: p tokens in one prefill into an empty
+// cache. tg: n tokens decoded one at a time from an empty cache. One untimed warm-up run each,
+// then r timed repetitions; tokens/s as mean and sample standard deviation.
+
+#include "bench_model.h"
+#include "model_options.h"
+
+#include <oxinfer/error.h>
+#include <oxinfer/llm.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+namespace oxinfer::cli {
+namespace {
+
+struct Measurement {
+    std::string test;
+    double mean = 0, stddev = 0;
+};
+
+Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<void()>& run) {
+    std::vector<double> rates;
+    for (int r = 0; r <= repetitions; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        run();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (r > 0) rates.push_back(static_cast<double>(tokens) / seconds);  // run 0 warms up
+    }
+    Measurement m{test};
+    for (double x : rates) m.mean += x / static_cast<double>(rates.size());
+    for (double x : rates) m.stddev += (x - m.mean) * (x - m.mean);
+    m.stddev = rates.size() > 1 ? std::sqrt(m.stddev / static_cast<double>(rates.size() - 1)) : 0.0;
+    return m;
+}
+
+}  // namespace
+
+int run_model_bench(const Args& args) {
+    auto number = [&](const char* name, int64_t fallback) { return args.value(name) ? std::stoll(*args.value(name)) : fallback; };
+    const int64_t prompt = number("n-prompt", 512), generate = number("n-gen", 128);
+    const int repetitions = static_cast<int>(number("repetitions", 5));
+    if (prompt < 0 || generate < 0 || repetitions < 1) throw Error("bench", "-p and -n must not be negative, -r must be at least 1");
+    LoadOptions load = load_options(args);
+    load.context_length = std::max<int64_t>({prompt, generate, 1});
+    auto model = Model::load(args.required("model"), load);
+    const int64_t vocab = model->config().vocab_size;
+    std::mt19937 rng(1);
+    std::vector<int32_t> ids(static_cast<size_t>(std::max(prompt, generate)));
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+
+    Session session(*model);
+    std::vector<Measurement> results;
+    if (prompt > 0)
+        results.push_back(measure("pp" + std::to_string(prompt), repetitions, prompt, [&] {
+            session.reset();
+            session.evaluate(std::span(ids.data(), static_cast<size_t>(prompt)));
+        }));
+    if (generate > 0)
+        results.push_back(measure("tg" + std::to_string(generate), repetitions, generate, [&] {
+            session.reset();
+            for (int64_t i = 0; i < generate; ++i) session.evaluate(std::span(ids.data() + i, 1));
+        }));
+
+    const std::string type = model->weight_type();
+    if (args.flag("json")) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const Measurement& m : results)
+            out.push_back({{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"threads", model->threads()},
+                           {"model_bytes", model->weight_bytes()}, {"type", type}});
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("| model | size | type | threads | test | t/s |\n|---|---|---|---|---|---|\n");
+    for (const Measurement& m : results)
+        std::printf("| %s | %.2f GiB | %s | %d | %s | %.2f ± %.2f |\n", model->config().architecture.c_str(),
+                    static_cast<double>(model->weight_bytes()) / (1024.0 * 1024.0 * 1024.0), type.c_str(), model->threads(), m.test.c_str(),
+                    m.mean, m.stddev);
+    return 0;
+}
+
+}  // namespace oxinfer::cli

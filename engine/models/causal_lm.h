@@ -1,0 +1,61 @@
+#pragma once
+// The interface every text decoder implements, and the registry that picks one by architecture.
+// A model holds weights only; each sequence's state (its KV cache, and for recurrent families
+// their states) is a separate SequenceState, so several conversations can share one model.
+
+#include <oxinfer/dtype.h>
+#include <oxinfer/model_config.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oxinfer {
+class Checkpoint;
+class ThreadPool;
+}  // namespace oxinfer
+
+namespace oxinfer::models {
+
+class SequenceState {
+public:
+    virtual ~SequenceState() = default;
+    virtual int64_t size() const = 0;      // positions processed
+    virtual int64_t capacity() const = 0;  // the context length
+    virtual void truncate(int64_t size) = 0;
+    virtual uint64_t allocated_bytes() const = 0;
+    virtual uint64_t bytes_per_position() const = 0;
+};
+
+struct ModelLoadSettings {
+    std::optional<DType> convert_weights;  // --quant
+};
+
+class CausalLm {
+public:
+    virtual ~CausalLm() = default;
+    virtual const TransformerConfig& config() const = 0;
+    virtual std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const = 0;
+    // Runs `count` tokens after the state's positions, appends them to it, and writes logits:
+    // [count][vocab] when all_positions, else the last position's [vocab].
+    virtual void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions) = 0;
+    virtual uint64_t mapped_weight_bytes() const = 0;
+    virtual uint64_t owned_weight_bytes() const = 0;
+    virtual std::string weight_type() const = 0;
+};
+
+// The architectures create_causal_lm knows ("LlamaForCausalLM", ...).
+const std::vector<std::string>& supported_architectures();
+
+// Throws oxinfer::Error naming the checkpoint for an unsupported architecture (listing the
+// supported ones) or for tensors that do not match the config.
+std::unique_ptr<CausalLm> create_causal_lm(const Checkpoint& checkpoint, const TransformerConfig& config,
+                                           const ModelLoadSettings& settings, ThreadPool& pool);
+
+// The Llama family (Llama 3, Qwen2, Qwen3, Qwen3-MoE): one implementation with per-architecture switches.
+std::unique_ptr<CausalLm> create_llama_family(const Checkpoint& checkpoint, const TransformerConfig& config,
+                                              const ModelLoadSettings& settings, ThreadPool& pool);
+
+}  // namespace oxinfer::models

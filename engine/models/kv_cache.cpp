@@ -1,0 +1,67 @@
+#include "models/kv_cache.h"
+
+#include <oxinfer/error.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace oxinfer::models {
+namespace {
+
+int64_t element_bytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+void convert(DType dtype, const float* src, std::byte* dst, int64_t n) {
+    switch (dtype) {
+        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
+        case DType::F16: kernels::f32_to_f16_row(src, reinterpret_cast<uint16_t*>(dst), n); break;
+        default: kernels::f32_to_bf16_row(src, reinterpret_cast<uint16_t*>(dst), n); break;
+    }
+}
+
+}  // namespace
+
+KvCache::KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity)
+    : kv_heads_(kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity), keys_(static_cast<size_t>(layers)),
+      values_(static_cast<size_t>(layers)) {
+    if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+        throw Error("kv cache", "type " + std::string(dtype_name(dtype)) + " is not supported (f32, f16, bf16 are)");
+}
+
+uint64_t KvCache::bytes_per_position() const {
+    return 2 * keys_.size() * static_cast<uint64_t>(kv_heads_ * head_dim_ * element_bytes(dtype_));
+}
+
+uint64_t KvCache::allocated_bytes() const { return bytes_per_position() * static_cast<uint64_t>(reserved_); }
+
+void KvCache::truncate(int64_t size) { size_ = std::min(size_, size); }
+
+void KvCache::reserve(int64_t end) {
+    if (end > capacity_)
+        throw Error("context", std::to_string(end) + " tokens do not fit in the context length of " + std::to_string(capacity_) +
+                                   " (--ctx sets it)");
+    if (end <= reserved_) return;
+    const int64_t grown = std::min(capacity_, std::max({end, reserved_ * 2, int64_t{256}}));
+    const size_t bytes = static_cast<size_t>(grown * kv_heads_ * head_dim_ * element_bytes(dtype_));
+    for (auto& layer : keys_) layer.resize(bytes);
+    for (auto& layer : values_) layer.resize(bytes);
+    reserved_ = grown;
+}
+
+void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v) {
+    const int64_t n = count * kv_heads_ * head_dim_;
+    const int64_t offset = first * kv_heads_ * head_dim_ * element_bytes(dtype_);
+    convert(dtype_, k, keys_[static_cast<size_t>(layer)].data() + offset, n);
+    convert(dtype_, v, values_[static_cast<size_t>(layer)].data() + offset, n);
+}
+
+kernels::KvCacheView KvCache::view(const std::vector<std::byte>& data) const {
+    kernels::KvCacheView view;
+    view.dtype = dtype_;
+    view.data = data.data();
+    view.head_stride = head_dim_ * element_bytes(dtype_);
+    view.position_stride = kv_heads_ * view.head_stride;
+    return view;
+}
+
+}  // namespace oxinfer::models

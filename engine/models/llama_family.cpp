@@ -1,0 +1,330 @@
+// Llama 3 (LlamaForCausalLM), Qwen2 (q/k/v biases), Qwen3 (per-head q/k RMSNorm) and Qwen3-MoE
+// (softmax router, top-k experts, optional renormalisation), following transformers'
+// modeling_llama.py, modeling_qwen2.py, modeling_qwen3.py and modeling_qwen3_moe.py:
+//
+//   h = embed(tokens)
+//   per layer:  h += o_proj(attention(rope(norm_q(q_proj(n))), rope(norm_k(k_proj(n))), v_proj(n))),  n = rms_norm(h)
+//               h += mlp(rms_norm(h))        mlp = down(silu(gate(x)) * up(x)), or the routed experts
+//   logits = lm_head(rms_norm(h))
+//
+// GGUF files of the llama architecture hold q/k rows permuted by llama.cpp's converter so that
+// each rotary pair is adjacent; they are used as stored with the interleaved RoPE layout, which
+// gives the same attention scores (q and k of a head are permuted alike).
+
+#include "models/causal_lm.h"
+#include "models/kv_cache.h"
+#include "models/rope_frequencies.h"
+#include "models/weights.h"
+
+#include "kernels/ops.h"
+#include "kernels/thread_pool.h"
+
+#include <oxinfer/checkpoint.h>
+#include <oxinfer/error.h>
+#include <oxinfer/profiler.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace oxinfer::models {
+namespace {
+
+using kernels::WeightMatrix;
+
+class KvState final : public SequenceState {
+public:
+    KvState(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity)
+        : cache(layers, kv_heads, head_dim, dtype, capacity) {}
+    int64_t size() const override { return cache.size(); }
+    int64_t capacity() const override { return cache.capacity(); }
+    void truncate(int64_t size) override { cache.truncate(size); }
+    uint64_t allocated_bytes() const override { return cache.allocated_bytes(); }
+    uint64_t bytes_per_position() const override { return cache.bytes_per_position(); }
+    KvCache cache;
+};
+
+struct Expert {
+    WeightMatrix gate, up, down;
+};
+
+struct Layer {
+    std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
+    Linear q, k, v, o;
+    Linear gate, up, down;  // dense MLP
+    WeightMatrix router;    // MoE: [experts, hidden]
+    std::vector<Expert> experts;
+};
+
+// Tokens per prefill step: big enough for GEMM to reach its speed, small enough for the scratch.
+constexpr int64_t kPrefillChunk = 512;
+
+class LlamaFamily final : public CausalLm {
+public:
+    LlamaFamily(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings, ThreadPool& pool)
+        : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, pool) {
+        const std::string subject = checkpoint.path().string();
+        const bool qwen3 = config.architecture == "Qwen3ForCausalLM" || config.architecture == "Qwen3MoeForCausalLM";
+        const bool qwen2 = config.architecture == "Qwen2ForCausalLM";
+        attention_bias_ = qwen2 || config.raw.value("attention_bias", false);
+        qk_norm_ = qwen3;
+        if (config.raw.value("use_sliding_window", false))
+            throw Error(subject, "use_sliding_window is set; sliding-window Qwen2 attention is not supported");
+        if (config.raw.value("mlp_bias", false)) throw Error(subject, "mlp_bias is not supported");
+        if (config.vocab_size <= 0) throw Error(subject, "vocab_size is missing");
+        const bool gguf = checkpoint.format() == CheckpointFormat::Gguf;
+        const std::string gguf_arch = gguf ? checkpoint.metadata().value("general.architecture", "") : "";
+        layout_ = gguf_arch == "llama" ? kernels::RopeLayout::Interleaved : kernels::RopeLayout::SplitHalf;
+        inv_freq_ = rope_inverse_frequencies(config, config.head_dim, subject);
+        if (const TensorInfo* factors = gguf ? checkpoint.find("rope_freqs.weight") : nullptr) {
+            // llama.cpp stores llama3 scaling as per-frequency divisors.
+            const std::vector<float> divisors = checkpoint.read_f32(*factors);
+            if (divisors.size() != inv_freq_.size()) throw Error(subject, "rope_freqs.weight has the wrong length");
+            for (size_t i = 0; i < divisors.size(); ++i) inv_freq_[i] /= divisors[i];
+        }
+        load_weights(gguf, gguf_arch);
+    }
+
+    const TransformerConfig& config() const override { return config_; }
+    uint64_t mapped_weight_bytes() const override { return weights_.mapped_bytes(); }
+    uint64_t owned_weight_bytes() const override { return weights_.owned_bytes(); }
+    std::string weight_type() const override { return weights_.matrix_type(); }
+
+    std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const override {
+        return std::make_unique<KvState>(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim, kv_type, context_length);
+    }
+
+    void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions) override {
+        auto& cache = static_cast<KvState&>(state).cache;
+        const int64_t vocab = config_.vocab_size;
+        for (int64_t begin = 0; begin < count; begin += kPrefillChunk) {
+            const int64_t n = std::min(kPrefillChunk, count - begin);
+            const bool last_chunk = begin + n == count;
+            float* out = all_positions ? logits + begin * vocab : (last_chunk ? logits : nullptr);
+            forward_chunk(tokens + begin, n, cache, out, all_positions);
+        }
+    }
+
+private:
+    void load_weights(bool gguf, const std::string& gguf_arch) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size, hd = c.head_dim;
+        const Checkpoint& checkpoint = weights_.checkpoint();
+        embedding_ = weights_.matrix(weights_.get("model.embed_tokens.weight"), c.vocab_size, hidden);
+        final_norm_ = weights_.vector("model.norm.weight", hidden);
+        const TensorInfo* head = weights_.find("lm_head.weight");
+        lm_head_ = head && !c.tie_word_embeddings ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;
+        if (!head && !c.tie_word_embeddings) throw Error(checkpoint.path().string(), "has no lm_head.weight and tie_word_embeddings is false");
+
+        const bool moe_arch = c.architecture == "Qwen3MoeForCausalLM";
+        norm_topk_prob_ = gguf ? checkpoint.metadata().value(gguf_arch + ".expert_weights_norm", true) : c.raw.value("norm_topk_prob", false);
+        const int64_t sparse_step = c.raw.value("decoder_sparse_step", int64_t{1});
+        const std::vector<int64_t> mlp_only = c.raw.value("mlp_only_layers", std::vector<int64_t>{});
+        if (moe_arch && (c.num_experts <= 0 || c.num_experts_per_token <= 0 || c.num_experts_per_token > c.num_experts ||
+                         c.moe_intermediate_size <= 0))
+            throw Error(checkpoint.path().string(), "MoE config needs num_experts, num_experts_per_tok (<= num_experts) and moe_intermediate_size");
+
+        layers_.resize(static_cast<size_t>(c.num_hidden_layers));
+        for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+            Layer& layer = layers_[static_cast<size_t>(i)];
+            const std::string p = "model.layers." + std::to_string(i) + ".";
+            layer.attn_norm = weights_.vector(p + "input_layernorm.weight", hidden);
+            layer.ffn_norm = weights_.vector(p + "post_attention_layernorm.weight", hidden);
+            layer.q = weights_.linear(p + "self_attn.q_proj", c.num_attention_heads * hd, hidden, attention_bias_);
+            layer.k = weights_.linear(p + "self_attn.k_proj", c.num_key_value_heads * hd, hidden, attention_bias_);
+            layer.v = weights_.linear(p + "self_attn.v_proj", c.num_key_value_heads * hd, hidden, attention_bias_);
+            layer.o = weights_.linear(p + "self_attn.o_proj", hidden, c.num_attention_heads * hd,
+                                      attention_bias_ && c.architecture == "LlamaForCausalLM");
+            if (qk_norm_) {
+                layer.q_norm = weights_.vector(p + "self_attn.q_norm.weight", hd);
+                layer.k_norm = weights_.vector(p + "self_attn.k_norm.weight", hd);
+            }
+            const bool sparse = moe_arch && std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() && (i + 1) % sparse_step == 0;
+            if (sparse) {
+                load_experts(layer, p);
+            } else {
+                layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
+                layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
+                layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
+            }
+        }
+    }
+
+    // Experts are stored one tensor each (transformers' checkpoints) or stacked [experts, rows,
+    // cols] (GGUF ffn_*_exps, newer transformers).
+    void load_experts(Layer& layer, const std::string& p) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
+        layer.router = weights_.matrix(weights_.get(p + "mlp.gate.weight"), c.num_experts, hidden);
+        layer.experts.resize(static_cast<size_t>(c.num_experts));
+        const TensorInfo* gate_stack = weights_.find(p + "mlp.experts.gate_proj.weight");
+        for (int64_t e = 0; e < c.num_experts; ++e) {
+            Expert& expert = layer.experts[static_cast<size_t>(e)];
+            if (gate_stack) {
+                expert.gate = weights_.stacked_matrix(*gate_stack, e, inter, hidden);
+                expert.up = weights_.stacked_matrix(weights_.get(p + "mlp.experts.up_proj.weight"), e, inter, hidden);
+                expert.down = weights_.stacked_matrix(weights_.get(p + "mlp.experts.down_proj.weight"), e, hidden, inter);
+            } else {
+                const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
+                expert.gate = weights_.matrix(weights_.get(q + "gate_proj.weight"), inter, hidden);
+                expert.up = weights_.matrix(weights_.get(q + "up_proj.weight"), inter, hidden);
+                expert.down = weights_.matrix(weights_.get(q + "down_proj.weight"), hidden, inter);
+            }
+        }
+    }
+
+    static void resize(std::vector<float>& buffer, int64_t n) {
+        if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+    }
+
+    void project(const Linear& linear, const float* x, int64_t tokens, float* y) {
+        kernels::matmul(linear.weight, x, tokens, y, pool_);
+        if (linear.bias.empty()) return;
+        for (int64_t t = 0; t < tokens; ++t) kernels::add(y + t * linear.weight.rows, linear.bias.data(), y + t * linear.weight.rows, linear.weight.rows);
+    }
+
+    void forward_chunk(const int32_t* tokens, int64_t n, KvCache& cache, float* logits, bool all_positions) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size, hd = c.head_dim, heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
+        const int64_t first = cache.size();
+        const float eps = static_cast<float>(c.rms_norm_eps);
+        cache.reserve(first + n);
+        resize(x_, n * hidden);
+        resize(normed_, n * hidden);
+        resize(q_, n * heads * hd);
+        resize(k_, n * kv_heads * hd);
+        resize(v_, n * kv_heads * hd);
+        resize(attn_, n * heads * hd);
+        resize(residual_, n * hidden);
+        positions_.resize(static_cast<size_t>(n));
+        for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
+
+        {
+            profiler::Scope scope("embedding");
+            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, tokens, n, x_.data());
+        }
+        kernels::AttentionParams params;
+        params.heads = heads;
+        params.kv_heads = kv_heads;
+        params.head_dim = hd;
+        params.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+        for (size_t l = 0; l < layers_.size(); ++l) {
+            const Layer& layer = layers_[l];
+            kernels::rms_norm(x_.data(), layer.attn_norm.data(), normed_.data(), n, hidden, eps);
+            {
+                profiler::Scope scope("qkv");
+                project(layer.q, normed_.data(), n, q_.data());
+                project(layer.k, normed_.data(), n, k_.data());
+                project(layer.v, normed_.data(), n, v_.data());
+            }
+            if (qk_norm_) {
+                kernels::rms_norm(q_.data(), layer.q_norm.data(), q_.data(), n * heads, hd, eps);
+                kernels::rms_norm(k_.data(), layer.k_norm.data(), k_.data(), n * kv_heads, hd, eps);
+            }
+            kernels::rope(q_.data(), n, heads, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+            kernels::rope(k_.data(), n, kv_heads, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+            cache.store(static_cast<int64_t>(l), first, n, k_.data(), v_.data());
+            {
+                profiler::Scope scope("attention");
+                kernels::attention(params, q_.data(), n, positions_.data(), cache.keys(static_cast<int64_t>(l)),
+                                   cache.values(static_cast<int64_t>(l)), 0, first + n, attn_.data(), pool_);
+            }
+            {
+                profiler::Scope scope("attn_output");
+                project(layer.o, attn_.data(), n, residual_.data());
+            }
+            kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
+            kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
+            if (layer.experts.empty()) {
+                profiler::Scope scope("mlp");
+                mlp(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data());
+            } else {
+                profiler::Scope scope("moe");
+                moe(layer, normed_.data(), n, residual_.data());
+            }
+            kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
+        }
+        cache.set_size(first + n);
+        if (!logits) return;
+        profiler::Scope scope("lm_head");
+        const int64_t rows = all_positions ? n : 1;
+        const float* last = x_.data() + (n - rows) * hidden;
+        kernels::rms_norm(last, final_norm_.data(), normed_.data(), rows, hidden, eps);
+        kernels::matmul(lm_head_, normed_.data(), rows, logits, pool_);
+    }
+
+    // `force_gemm`: an expert's share of a prefill chunk may be a few tokens; it takes the GEMM
+    // path anyway, so that a prefill's arithmetic (float32 activations) does not depend on routing.
+    void mlp(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* x, int64_t n, float* out,
+             bool force_gemm = false) {
+        const auto product = force_gemm ? kernels::gemm : kernels::matmul;
+        const int64_t inter = gate.rows;
+        resize(gate_, n * inter);
+        resize(up_, n * inter);
+        product(gate, x, n, gate_.data(), pool_);
+        product(up, x, n, up_.data(), pool_);
+        kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * inter);
+        product(down, gate_.data(), n, out, pool_);
+    }
+
+    // Qwen3MoeSparseMoeBlock: softmax over all experts' router logits (float32), the top k kept,
+    // renormalised to sum 1 when norm_topk_prob, and the chosen experts' outputs added with those
+    // weights. Tokens are grouped by expert so that each expert's matrices are read once.
+    void moe(const Layer& layer, const float* x, int64_t n, float* out) {
+        const TransformerConfig& c = config_;
+        const int64_t experts = c.num_experts, k = c.num_experts_per_token, hidden = c.hidden_size;
+        resize(router_, n * experts);
+        kernels::matmul(layer.router, x, n, router_.data(), pool_);
+        kernels::softmax(router_.data(), n, experts);
+        std::vector<std::vector<std::pair<int64_t, float>>> routed(static_cast<size_t>(experts));  // (token, weight)
+        std::vector<int32_t> ids(static_cast<size_t>(k));
+        std::vector<float> weights(static_cast<size_t>(k));
+        for (int64_t t = 0; t < n; ++t) {
+            kernels::top_k(router_.data() + t * experts, experts, k, ids.data(), weights.data());
+            float sum = 0.0f;
+            for (float w : weights) sum += w;
+            for (int64_t j = 0; j < k; ++j)
+                routed[static_cast<size_t>(ids[static_cast<size_t>(j)])].push_back({t, norm_topk_prob_ ? weights[static_cast<size_t>(j)] / sum : weights[static_cast<size_t>(j)]});
+        }
+        std::fill(out, out + n * hidden, 0.0f);
+        resize(expert_in_, n * hidden);
+        resize(expert_out_, n * hidden);
+        for (int64_t e = 0; e < experts; ++e) {
+            const auto& tokens = routed[static_cast<size_t>(e)];
+            if (tokens.empty()) continue;
+            const int64_t m = static_cast<int64_t>(tokens.size());
+            for (int64_t i = 0; i < m; ++i)
+                std::copy_n(x + tokens[static_cast<size_t>(i)].first * hidden, hidden, expert_in_.data() + i * hidden);
+            const Expert& expert = layer.experts[static_cast<size_t>(e)];
+            mlp(expert.gate, expert.up, expert.down, expert_in_.data(), m, expert_out_.data(), n > kernels::kGemvMaxTokens);
+            for (int64_t i = 0; i < m; ++i) {
+                float* row = out + tokens[static_cast<size_t>(i)].first * hidden;
+                const float w = tokens[static_cast<size_t>(i)].second;
+                const float* y = expert_out_.data() + i * hidden;
+                for (int64_t j = 0; j < hidden; ++j) row[j] += w * y[j];
+            }
+        }
+    }
+
+    TransformerConfig config_;
+    ThreadPool& pool_;
+    WeightStore weights_;
+    bool attention_bias_ = false, qk_norm_ = false, norm_topk_prob_ = false;
+    kernels::RopeLayout layout_ = kernels::RopeLayout::SplitHalf;
+    std::vector<float> inv_freq_;
+    WeightMatrix embedding_, lm_head_;
+    std::vector<float> final_norm_;
+    std::vector<Layer> layers_;
+    // Scratch, grown to the largest chunk seen.
+    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_, gate_, up_, router_, expert_in_, expert_out_;
+    std::vector<int64_t> positions_;
+};
+
+}  // namespace
+
+std::unique_ptr<CausalLm> create_llama_family(const Checkpoint& checkpoint, const TransformerConfig& config,
+                                              const ModelLoadSettings& settings, ThreadPool& pool) {
+    return std::make_unique<LlamaFamily>(checkpoint, config, settings, pool);
+}
+
+}  // namespace oxinfer::models

@@ -1,0 +1,337 @@
+#include <oxinfer/llm.h>
+
+#include "kernels/thread_pool.h"
+#include "models/causal_lm.h"
+
+#include <oxinfer/chat_template.h>
+#include <oxinfer/checkpoint.h>
+#include <oxinfer/error.h>
+#include <oxinfer/hf_cache.h>
+#include <oxinfer/log.h>
+#include <oxinfer/platform.h>
+#include <oxinfer/profiler.h>
+#include <oxinfer/tokenizer.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+namespace oxinfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Memory the system can give us now; tests stand for a small machine with OXINFER_TEST_AVAILABLE_RAM.
+uint64_t available_ram() {
+    if (const char* forced = std::getenv("OXINFER_TEST_AVAILABLE_RAM")) return std::strtoull(forced, nullptr, 10);
+    return detect_platform().available_ram_bytes;
+}
+
+// Bytes the matrices take once converted to `type` (2-D and stacked 3-D tensors).
+uint64_t converted_matrix_bytes(const Checkpoint& checkpoint, DType type) {
+    uint64_t total = 0;
+    for (const TensorInfo& t : checkpoint.tensors())
+        if (t.shape.size() >= 2) total += dtype_bytes(type, static_cast<uint64_t>(t.elements())).value_or(static_cast<uint64_t>(t.elements()) * 4);
+    return total;
+}
+
+}  // namespace
+
+std::optional<DType> quant_type_from_name(std::string_view name) {
+    if (name == "bf16") return DType::BF16;
+    if (name == "f16") return DType::F16;
+    if (name == "f32") return DType::F32;
+    if (name == "q8" || name == "q8_0") return DType::Q8_0;
+    if (name == "q4" || name == "q4_k") return DType::Q4_K;
+    return std::nullopt;
+}
+
+const std::vector<std::string>& supported_architectures() { return models::supported_architectures(); }
+
+std::string_view stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::StopToken: return "stop_token";
+        case StopReason::StopString: return "stop_string";
+        case StopReason::MaxTokens: return "max_tokens";
+        case StopReason::ContextFull: return "context_full";
+        case StopReason::Cancelled: return "cancelled";
+        case StopReason::Callback: return "callback";
+    }
+    return "unknown";
+}
+
+double GenerationStats::prefill_tokens_per_second() const {
+    const int64_t n = prompt_tokens - reused_prompt_tokens;
+    return prefill_seconds > 0 ? static_cast<double>(n) / prefill_seconds : 0.0;
+}
+
+double GenerationStats::decode_tokens_per_second() const {
+    return decode_seconds > 0 && generated_tokens > 1 ? static_cast<double>(generated_tokens - 1) / decode_seconds : 0.0;
+}
+
+struct Model::Impl {
+    std::filesystem::path path;
+    std::unique_ptr<Checkpoint> checkpoint;
+    TransformerConfig config;
+    GenerationConfig generation;
+    std::unique_ptr<ThreadPool> pool;
+    std::unique_ptr<models::CausalLm> lm;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::optional<ModelChatTemplate> chat_template;
+    std::vector<int32_t> stop_tokens;
+    LoadOptions options;
+    int64_t context_length = 0;
+    double load_seconds = 0;
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& options) {
+    const auto start = Clock::now();
+    profiler::Scope scope("load model");
+    auto impl = std::make_unique<Impl>();
+    impl->options = options;
+    impl->path = hf::resolve_model(model);
+    impl->checkpoint = Checkpoint::open(impl->path);
+    const Checkpoint& checkpoint = *impl->checkpoint;
+    const std::string subject = impl->path.string();
+    impl->config = read_transformer_config(checkpoint);
+    impl->generation = read_generation_config(checkpoint);
+    if (options.kv_type != DType::F32 && options.kv_type != DType::F16 && options.kv_type != DType::BF16)
+        throw Error("kv cache", "type " + std::string(dtype_name(options.kv_type)) + " is not supported (f32, f16, bf16 are)");
+    if (options.context_length < 0) throw Error("--ctx", "must be positive");
+    impl->context_length = options.context_length > 0 ? options.context_length
+                           : impl->config.max_position_embeddings > 0 ? impl->config.max_position_embeddings
+                                                                     : 4096;
+
+    // Memory: converted weights must fit; mapped ones may exceed RAM (the kernel pages them in).
+    const uint64_t available = available_ram();
+    uint64_t mapped = 0;
+    for (const TensorInfo& t : checkpoint.tensors()) mapped += t.nbytes;
+    if (options.convert_weights) {
+        const uint64_t needed = converted_matrix_bytes(checkpoint, *options.convert_weights);
+        if (needed > available)
+            throw Error(subject, "converting the weights to " + std::string(dtype_name(*options.convert_weights)) + " needs " +
+                                     format_bytes(needed) + " of memory, only " + format_bytes(available) + " is available");
+    } else if (mapped > available) {
+        log_warn(subject + ": the weights (" + format_bytes(mapped) + ") are larger than the available memory (" + format_bytes(available) +
+                 "); they stay memory-mapped and are read from disk as needed, which is slow");
+    }
+
+    impl->pool = std::make_unique<ThreadPool>(options.threads);
+    models::ModelLoadSettings settings;
+    settings.convert_weights = options.convert_weights;
+    impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
+
+    // Tokenizer and chat template are optional: logits and benchmarks run from ids alone.
+    const bool gguf = checkpoint.format() == CheckpointFormat::Gguf;
+    const bool folder = std::filesystem::is_directory(impl->path);
+    if ((folder && std::filesystem::exists(impl->path / "tokenizer.json")) || (gguf && checkpoint.metadata().contains("tokenizer.ggml.tokens"))) {
+        impl->tokenizer = Tokenizer::from_path(impl->path);
+        try {
+            impl->chat_template = load_chat_template(impl->path);
+        } catch (const Error&) {
+            // No template: generate without --chat still works; chat says so when asked.
+        }
+    }
+    for (int64_t id : impl->generation.eos_token_ids) impl->stop_tokens.push_back(static_cast<int32_t>(id));
+    if (impl->tokenizer)
+        for (int32_t id : impl->tokenizer->eos_ids()) impl->stop_tokens.push_back(id);
+    std::sort(impl->stop_tokens.begin(), impl->stop_tokens.end());
+    impl->stop_tokens.erase(std::unique(impl->stop_tokens.begin(), impl->stop_tokens.end()), impl->stop_tokens.end());
+    impl->load_seconds = seconds_since(start);
+    return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+const TransformerConfig& Model::config() const { return impl_->config; }
+const std::filesystem::path& Model::path() const { return impl_->path; }
+bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+const Tokenizer& Model::tokenizer() const {
+    if (!impl_->tokenizer) throw Error(impl_->path.string(), "has no tokenizer (tokenizer.json or GGUF vocabulary); use token ids");
+    return *impl_->tokenizer;
+}
+const ModelChatTemplate& Model::chat_template() const {
+    if (!impl_->chat_template) throw Error(impl_->path.string(), "has no chat template");
+    return *impl_->chat_template;
+}
+const std::vector<int32_t>& Model::stop_tokens() const { return impl_->stop_tokens; }
+const GenerationConfig& Model::generation_config() const { return impl_->generation; }
+int64_t Model::context_length() const { return impl_->context_length; }
+DType Model::kv_type() const { return impl_->options.kv_type; }
+int Model::threads() const { return impl_->pool->size(); }
+uint64_t Model::weight_bytes() const { return impl_->lm->mapped_weight_bytes() + impl_->lm->owned_weight_bytes(); }
+std::string Model::weight_type() const { return impl_->lm->weight_type(); }
+double Model::load_seconds() const { return impl_->load_seconds; }
+
+// ---- Session ------------------------------------------------------------------------------------
+
+struct Session::State {
+    std::unique_ptr<models::SequenceState> sequence;
+};
+
+Session::Session(Model& model) : model_(model), state_(std::make_unique<State>()) {
+    state_->sequence = model.impl().lm->new_state(model.kv_type(), model.context_length());
+}
+
+Session::~Session() = default;
+
+uint64_t Session::kv_cache_bytes() const { return state_->sequence->allocated_bytes(); }
+
+void Session::truncate(int64_t tokens) {
+    if (tokens < static_cast<int64_t>(tokens_.size())) tokens_.resize(static_cast<size_t>(std::max<int64_t>(tokens, 0)));
+    state_->sequence->truncate(static_cast<int64_t>(tokens_.size()));
+}
+
+std::vector<float> Session::evaluate(std::span<const int32_t> tokens, bool all_positions) {
+    if (tokens.empty()) throw Error("evaluate", "no tokens");
+    const TransformerConfig& config = model_.config();
+    for (int32_t id : tokens)
+        if (id < 0 || id >= config.vocab_size)
+            throw Error("token " + std::to_string(id), "is outside the vocabulary of " + std::to_string(config.vocab_size));
+    if (static_cast<int64_t>(tokens_.size() + tokens.size()) > model_.context_length())
+        throw Error("context", std::to_string(tokens_.size() + tokens.size()) + " tokens do not fit in the context length of " +
+                                   std::to_string(model_.context_length()) + " (--ctx sets it)");
+    std::vector<float> logits(static_cast<size_t>((all_positions ? tokens.size() : 1) * config.vocab_size));
+    model_.impl().lm->forward(tokens.data(), static_cast<int64_t>(tokens.size()), *state_->sequence, logits.data(), all_positions);
+    tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    return logits;
+}
+
+namespace {
+
+// Text that may be the beginning of a stop string stays held back until it is known not to be.
+size_t held_back_length(std::string_view text, const std::vector<std::string>& stops) {
+    size_t held = 0;
+    for (const std::string& stop : stops)
+        for (size_t n = std::min(stop.size() - 1, text.size()); n > held; --n)
+            if (text.substr(text.size() - n) == std::string_view(stop).substr(0, n)) {
+                held = n;
+                break;
+            }
+    return held;
+}
+
+}  // namespace
+
+GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
+    const auto start = Clock::now();
+    cancel_.store(false, std::memory_order_relaxed);
+    if (prompt.empty()) throw Error("generate", "the prompt is empty");
+    for (const std::string& stop : options.stop_strings)
+        if (stop.empty()) throw Error("generate", "a stop string is empty");
+    GenerationResult result;
+    result.stats.load_seconds = model_.load_seconds();
+    result.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
+
+    // Reuse the cached prefix; at least one prompt token is evaluated to get logits.
+    size_t common = 0;
+    while (common < tokens_.size() && common < prompt.size() && tokens_[common] == prompt[common]) ++common;
+    common = std::min(common, prompt.size() - 1);
+    truncate(static_cast<int64_t>(common));
+    result.stats.reused_prompt_tokens = static_cast<int64_t>(common);
+    std::vector<float> logits = evaluate(prompt.subspan(common));
+    result.stats.prefill_seconds = seconds_since(start);
+
+    std::vector<int32_t> stops = options.stop_tokens;
+    if (options.stop_at_model_stop_tokens) stops.insert(stops.end(), model_.stop_tokens().begin(), model_.stop_tokens().end());
+    Sampler sampler(options.sampling);
+    std::optional<StreamingDecoder> decoder;
+    if (model_.has_tokenizer()) decoder.emplace(model_.tokenizer());
+    std::string pending;  // decoded text not yet handed out
+    const int64_t vocab = model_.config().vocab_size;
+    Clock::time_point first_token_time;
+
+    result.stop = StopReason::MaxTokens;
+    for (int64_t step = 0; step < options.max_tokens; ++step) {
+        if (cancel_.load(std::memory_order_relaxed)) {
+            result.stop = StopReason::Cancelled;
+            break;
+        }
+        const int32_t token = sampler.sample(logits.data(), vocab, tokens_);
+        if (step == 0) {
+            first_token_time = Clock::now();
+            result.stats.time_to_first_token = seconds_since(start);
+        }
+        if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+            result.stop = StopReason::StopToken;
+            break;
+        }
+        result.tokens.push_back(token);
+        result.stats.generated_tokens = static_cast<int64_t>(result.tokens.size());
+        std::string piece;
+        bool stop_string = false;
+        if (decoder) {
+            // Held-back text keeps every possible stop string inside `pending`.
+            pending += decoder->feed(token);
+            size_t at = std::string::npos;
+            for (const std::string& stop : options.stop_strings) at = std::min(at, pending.find(stop));
+            stop_string = at != std::string::npos;
+            piece = stop_string ? pending.substr(0, at) : pending.substr(0, pending.size() - held_back_length(pending, options.stop_strings));
+            pending.erase(0, piece.size());
+            result.text += piece;
+        }
+        if (stop_string) {
+            if (on_token) on_token(token, piece);
+            result.stop = StopReason::StopString;
+            break;
+        }
+        if (on_token && !on_token(token, piece)) {
+            result.stop = StopReason::Callback;
+            break;
+        }
+        if (step + 1 == options.max_tokens) break;
+        if (static_cast<int64_t>(tokens_.size()) >= model_.context_length()) {
+            result.stop = StopReason::ContextFull;
+            break;
+        }
+        if (cancel_.load(std::memory_order_relaxed)) {
+            result.stop = StopReason::Cancelled;
+            break;
+        }
+        const int32_t one[] = {token};
+        logits = evaluate(one);
+    }
+    if (decoder && result.stop != StopReason::StopString) {
+        std::string rest = pending + decoder->finish();
+        if (!rest.empty()) {
+            result.text += rest;
+            if (on_token && !result.tokens.empty()) on_token(result.tokens.back(), rest);
+        }
+    }
+    if (result.stats.generated_tokens > 0) result.stats.decode_seconds = seconds_since(first_token_time);
+    return result;
+}
+
+// ---- Conversation -------------------------------------------------------------------------------
+
+Conversation::Conversation(Model& model, std::string system_prompt)
+    : model_(model), session_(model), system_prompt_(std::move(system_prompt)) {}
+
+nlohmann::ordered_json Conversation::rendered_messages(const std::string& user_message) const {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!system_prompt_.empty()) messages.push_back({{"role", "system"}, {"content", system_prompt_}});
+    for (const auto& m : messages_) messages.push_back(m);
+    messages.push_back({{"role", "user"}, {"content", user_message}});
+    return messages;
+}
+
+std::vector<int32_t> Conversation::prompt_tokens(const std::string& user_message) const {
+    nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+    if (thinking_) vars["enable_thinking"] = *thinking_;
+    const std::string text = model_.chat_template().apply(rendered_messages(user_message), nullptr, true, vars);
+    // As apply_chat_template(tokenize=True): the template writes the special tokens itself.
+    return model_.tokenizer().encode(text, false);
+}
+
+GenerationResult Conversation::reply(const std::string& user_message, const GenerateOptions& options, const TokenCallback& on_token) {
+    const std::vector<int32_t> prompt = prompt_tokens(user_message);
+    GenerationResult result = session_.generate(prompt, options, on_token);
+    messages_.push_back({{"role", "user"}, {"content", user_message}});
+    messages_.push_back({{"role", "assistant"}, {"content", result.text}});
+    return result;
+}
+
+}  // namespace oxinfer

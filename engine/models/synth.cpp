@@ -1,0 +1,268 @@
+#include <oxinfer/synth.h>
+
+#include "formats/ggml_quantize.h"
+#include "formats/gguf_writer.h"
+#include "kernels/thread_pool.h"
+#include "models/rope_frequencies.h"
+
+#include <oxinfer/atomic_file.h>
+#include <oxinfer/error.h>
+#include <oxinfer/model_config.h>
+#include <oxinfer/tensor_names.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace oxinfer {
+namespace {
+
+using json = nlohmann::json;
+
+json qwen3_dense(int64_t hidden, int64_t inter, int64_t layers, bool tied) {
+    return {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"}, {"vocab_size", 151936}, {"hidden_size", hidden},
+            {"intermediate_size", inter}, {"num_hidden_layers", layers}, {"num_attention_heads", 16}, {"num_key_value_heads", 8},
+            {"head_dim", 128}, {"max_position_embeddings", 40960}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+            {"tie_word_embeddings", tied}, {"attention_bias", false}, {"torch_dtype", "bfloat16"}, {"eos_token_id", 151645},
+            {"bos_token_id", 151643}};
+}
+
+json shape_config(const std::string& shape) {
+    if (shape == "qwen3-0.6b") return qwen3_dense(1024, 3072, 28, true);
+    if (shape == "qwen3-1.7b") return qwen3_dense(2048, 6144, 28, true);
+    if (shape == "llama-3.2-1b")
+        return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", 128256}, {"hidden_size", 2048},
+                {"intermediate_size", 8192}, {"num_hidden_layers", 16}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                {"head_dim", 64}, {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5}, {"rope_theta", 500000.0},
+                {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                  {"original_max_position_embeddings", 8192}}},
+                {"tie_word_embeddings", true}, {"attention_bias", false}, {"mlp_bias", false}, {"torch_dtype", "bfloat16"},
+                {"bos_token_id", 128000}, {"eos_token_id", 128001}};
+    if (shape == "qwen2.5-0.5b")
+        return {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", 151936}, {"hidden_size", 896},
+                {"intermediate_size", 4864}, {"num_hidden_layers", 24}, {"num_attention_heads", 14}, {"num_key_value_heads", 2},
+                {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"tie_word_embeddings", true},
+                {"use_sliding_window", false}, {"torch_dtype", "bfloat16"}, {"eos_token_id", 151643}};
+    if (shape == "qwen3-30b-a3b")
+        return {{"architectures", {"Qwen3MoeForCausalLM"}}, {"model_type", "qwen3_moe"}, {"vocab_size", 151936}, {"hidden_size", 2048},
+                {"intermediate_size", 6144}, {"num_hidden_layers", 2}, {"num_attention_heads", 32}, {"num_key_value_heads", 4},
+                {"head_dim", 128}, {"max_position_embeddings", 40960}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+                {"tie_word_embeddings", false}, {"attention_bias", false}, {"num_experts", 128}, {"num_experts_per_tok", 8},
+                {"moe_intermediate_size", 768}, {"norm_topk_prob", true}, {"decoder_sparse_step", 1}, {"mlp_only_layers", json::array()},
+                {"torch_dtype", "bfloat16"}, {"eos_token_id", 151645}};
+    return nullptr;
+}
+
+struct SynthTensor {
+    std::string name;  // as written
+    std::vector<int64_t> shape;
+    bool norm;  // filled with ones, stored f32 in GGUF
+};
+
+// The tensors of the config in Hugging Face names (experts one by one) or llama.cpp's (stacked).
+std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
+    const std::string arch = gguf ? *gguf_architecture(c.architecture) : "";
+    auto name = [&](const std::string& hf) { return gguf ? *gguf_tensor_name(hf, arch) : hf; };
+    const int64_t h = c.hidden_size, hd = c.head_dim;
+    std::vector<SynthTensor> out;
+    out.push_back({name("model.embed_tokens.weight"), {c.vocab_size, h}, false});
+    const bool moe = c.architecture == "Qwen3MoeForCausalLM";
+    const bool qwen3 = c.architecture == "Qwen3ForCausalLM" || moe;
+    const bool bias = c.architecture == "Qwen2ForCausalLM";
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        out.push_back({name(p + "input_layernorm.weight"), {h}, true});
+        out.push_back({name(p + "self_attn.q_proj.weight"), {c.num_attention_heads * hd, h}, false});
+        out.push_back({name(p + "self_attn.k_proj.weight"), {c.num_key_value_heads * hd, h}, false});
+        out.push_back({name(p + "self_attn.v_proj.weight"), {c.num_key_value_heads * hd, h}, false});
+        if (bias) {
+            out.push_back({name(p + "self_attn.q_proj.bias"), {c.num_attention_heads * hd}, true});
+            out.push_back({name(p + "self_attn.k_proj.bias"), {c.num_key_value_heads * hd}, true});
+            out.push_back({name(p + "self_attn.v_proj.bias"), {c.num_key_value_heads * hd}, true});
+        }
+        out.push_back({name(p + "self_attn.o_proj.weight"), {h, c.num_attention_heads * hd}, false});
+        if (qwen3) {
+            out.push_back({name(p + "self_attn.q_norm.weight"), {hd}, true});
+            out.push_back({name(p + "self_attn.k_norm.weight"), {hd}, true});
+        }
+        out.push_back({name(p + "post_attention_layernorm.weight"), {h}, true});
+        if (moe) {
+            const int64_t e = c.num_experts, mi = c.moe_intermediate_size;
+            out.push_back({name(p + "mlp.gate.weight"), {e, h}, false});
+            if (gguf) {
+                out.push_back({name(p + "mlp.experts.gate_proj.weight"), {e, mi, h}, false});
+                out.push_back({name(p + "mlp.experts.up_proj.weight"), {e, mi, h}, false});
+                out.push_back({name(p + "mlp.experts.down_proj.weight"), {e, h, mi}, false});
+            } else {
+                for (int64_t j = 0; j < e; ++j) {
+                    const std::string q = p + "mlp.experts." + std::to_string(j) + ".";
+                    out.push_back({q + "gate_proj.weight", {mi, h}, false});
+                    out.push_back({q + "up_proj.weight", {mi, h}, false});
+                    out.push_back({q + "down_proj.weight", {h, mi}, false});
+                }
+            }
+        } else {
+            out.push_back({name(p + "mlp.gate_proj.weight"), {c.intermediate_size, h}, false});
+            out.push_back({name(p + "mlp.up_proj.weight"), {c.intermediate_size, h}, false});
+            out.push_back({name(p + "mlp.down_proj.weight"), {h, c.intermediate_size}, false});
+        }
+    }
+    out.push_back({name("model.norm.weight"), {h}, true});
+    if (!c.tie_word_embeddings) out.push_back({name("lm_head.weight"), {c.vocab_size, h}, false});
+    return out;
+}
+
+uint64_t splitmix(uint64_t& state) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t name_hash(const std::string& name) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+    return h;
+}
+
+// Fills the tensor's bytes in `type`, row by row in parallel; each row has its own random stream.
+void fill_tensor(const SynthTensor& t, DType type, uint64_t seed, std::byte* out, ThreadPool& pool) {
+    const int64_t cols = t.shape.back();
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < t.shape.size(); ++i) rows *= t.shape[i];
+    const int64_t row_bytes = static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(cols)));
+    // Uniform on [-a, a] has variance a²/3: a = sqrt(3 / fan_in) gives variance 1/fan_in.
+    const float a = std::sqrt(3.0f / static_cast<float>(cols));
+    const uint64_t base = seed ^ name_hash(t.name);
+    pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (int64_t r = begin; r < end; ++r) {
+            uint64_t state = base + static_cast<uint64_t>(r) * 0x632BE59BD9B4E019ull;
+            for (float& v : row)
+                v = t.norm ? 1.0f : a * (static_cast<float>(splitmix(state) >> 40) * 0x1.0p-23f - 1.0f);
+            quantize_row(type, row.data(), out + r * row_bytes, cols);
+        }
+    });
+}
+
+void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, const SynthOptions& options, ThreadPool& pool) {
+    const std::string arch = *gguf_architecture(c.architecture);
+    const std::vector<SynthTensor> tensors = tensor_list(c, true);
+    GgufFileWriter writer;
+    writer.add_string("general.architecture", arch);
+    writer.add_string("general.name", "oxinfer synth");
+    writer.add_u32("general.file_type", static_cast<uint32_t>(*ggml_id(options.type)));
+    writer.add_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
+    writer.add_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
+    writer.add_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
+    writer.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+    writer.add_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+    writer.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
+    writer.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+    writer.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+    writer.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+    writer.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+    writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
+    writer.add_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+    if (c.num_experts > 0) {
+        writer.add_u32(arch + ".expert_count", static_cast<uint32_t>(c.num_experts));
+        writer.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(c.num_experts_per_token));
+        writer.add_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(c.moe_intermediate_size));
+    }
+    for (const SynthTensor& t : tensors) writer.add_tensor(t.name, t.norm ? DType::F32 : options.type, t.shape);
+    // llama3 rope scaling goes into GGUF as llama.cpp stores it: a divisor per frequency.
+    std::vector<float> divisors;
+    if (c.rope_scaling && c.rope_scaling->type == "llama3") {
+        TransformerConfig plain = c;
+        plain.rope_scaling.reset();
+        const std::vector<float> scaled = models::rope_inverse_frequencies(c, c.head_dim, "config");
+        const std::vector<float> unscaled = models::rope_inverse_frequencies(plain, c.head_dim, "config");
+        for (size_t i = 0; i < scaled.size(); ++i) divisors.push_back(unscaled[i] / scaled[i]);
+        writer.add_tensor("rope_freqs.weight", DType::F32, {static_cast<int64_t>(divisors.size())});
+    }
+    writer.write(out, [&](size_t i, std::byte* bytes) {
+        if (i == tensors.size()) std::memcpy(bytes, divisors.data(), divisors.size() * sizeof(float));
+        else fill_tensor(tensors[i], tensors[i].norm ? DType::F32 : options.type, options.seed, bytes, pool);
+    });
+}
+
+void write_folder(const json& config, const TransformerConfig& c, const std::filesystem::path& out, const SynthOptions& options,
+                  ThreadPool& pool) {
+    if (options.type != DType::F32 && options.type != DType::F16 && options.type != DType::BF16)
+        throw Error(out.string(), "a Hugging Face folder holds f32, f16 or bf16 weights; write a .gguf file for " +
+                                      std::string(dtype_name(options.type)));
+    const std::vector<SynthTensor> tensors = tensor_list(c, false);
+    const std::string dtype = options.type == DType::F32 ? "F32" : options.type == DType::F16 ? "F16" : "BF16";
+    json header = json::object();
+    uint64_t offset = 0;
+    std::vector<uint64_t> sizes;
+    for (const SynthTensor& t : tensors) {
+        uint64_t elements = 1;
+        for (int64_t d : t.shape) elements *= static_cast<uint64_t>(d);
+        sizes.push_back(*dtype_bytes(options.type, elements));
+        header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + sizes.back()}}};
+        offset += sizes.back();
+    }
+    header["__metadata__"] = {{"format", "pt"}};
+    std::string text = header.dump();
+    text.resize((text.size() + 7) / 8 * 8, ' ');
+    std::filesystem::create_directories(out);
+    const std::filesystem::path file = out / "model.safetensors", partial = out / "model.safetensors.partial";
+    {
+        std::ofstream stream(partial, std::ios::binary | std::ios::trunc);
+        if (!stream) throw Error(partial.string(), "cannot create the file");
+        const uint64_t length = text.size();
+        stream.write(reinterpret_cast<const char*>(&length), 8);
+        stream.write(text.data(), static_cast<std::streamsize>(text.size()));
+        std::vector<std::byte> buffer;
+        for (size_t i = 0; i < tensors.size(); ++i) {
+            buffer.resize(sizes[i]);
+            fill_tensor(tensors[i], options.type, options.seed, buffer.data(), pool);
+            stream.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
+        }
+        if (!stream.flush()) throw Error(file.string(), "write failed (disk full?)");
+    }
+    std::filesystem::rename(partial, file);
+    write_file_atomically(out / "config.json", config.dump(2) + "\n");
+}
+
+}  // namespace
+
+const std::vector<SynthShape>& synth_shapes() {
+    static const std::vector<SynthShape> shapes = {
+        {"qwen3-0.6b", "qwen3", "Qwen/Qwen3-0.6B"},
+        {"qwen3-1.7b", "qwen3", "Qwen/Qwen3-1.7B"},
+        {"llama-3.2-1b", "llama", "meta-llama/Llama-3.2-1B"},
+        {"qwen2.5-0.5b", "qwen2", "Qwen/Qwen2.5-0.5B"},
+        {"qwen3-30b-a3b", "qwen3moe", "Qwen/Qwen3-30B-A3B with 2 of its 48 layers (--layers changes it)"},
+    };
+    return shapes;
+}
+
+json synth_config(const std::string& arch, const std::string& shape, int64_t layers) {
+    std::string names;
+    for (const SynthShape& s : synth_shapes()) {
+        names += (names.empty() ? "" : ", ") + s.name + " (" + s.arch + ")";
+        if (s.name != shape) continue;
+        if (!arch.empty() && arch != s.arch) throw Error("--shape " + shape, "is a " + s.arch + " shape, not " + arch);
+        json config = shape_config(shape);
+        if (layers > 0) config["num_hidden_layers"] = layers;
+        return config;
+    }
+    throw Error("--shape", "unknown shape '" + shape + "'; known: " + names);
+}
+
+void write_synthetic_checkpoint(const json& config, const std::filesystem::path& out, const SynthOptions& options) {
+    const TransformerConfig c = transformer_config_from_hf(config, "config");
+    if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen3ForCausalLM" &&
+        c.architecture != "Qwen3MoeForCausalLM")
+        throw Error("config", "synth writes LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Qwen3MoeForCausalLM, not '" +
+                                  c.architecture + "'");
+    if (!can_quantize(options.type))
+        throw Error(std::string(dtype_name(options.type)), "synth cannot write this type (f32, f16, bf16, q8_0, q4_0, q4_k)");
+    ThreadPool pool(options.threads);
+    if (out.extension() == ".gguf") write_gguf(c, out, options, pool);
+    else write_folder(config, c, out, options, pool);
+}
+
+}  // namespace oxinfer

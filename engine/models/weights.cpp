@@ -1,0 +1,126 @@
+#include "models/weights.h"
+
+#include "formats/ggml_quantize.h"
+#include "kernels/thread_pool.h"
+
+#include <oxinfer/error.h>
+#include <oxinfer/tensor_names.h>
+
+#include <algorithm>
+
+namespace oxinfer::models {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string text = "(";
+    for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+WeightStore::WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, ThreadPool& pool)
+    : checkpoint_(checkpoint), convert_to_(convert_to), pool_(pool) {
+    if (convert_to_ && !can_quantize(*convert_to_))
+        throw Error(std::string(dtype_name(*convert_to_)), "weights cannot be converted to this type at load");
+    if (is_gguf()) {
+        const auto& meta = checkpoint.metadata();
+        if (auto it = meta.find("general.architecture"); it != meta.end() && it->is_string()) gguf_arch_ = it->get<std::string>();
+    }
+}
+
+const TensorInfo* WeightStore::find(const std::string& hf_name) const {
+    if (!is_gguf()) return checkpoint_.find(hf_name);
+    const auto gguf_name = gguf_tensor_name(hf_name, gguf_arch_);
+    return gguf_name ? checkpoint_.find(*gguf_name) : nullptr;
+}
+
+const TensorInfo& WeightStore::get(const std::string& hf_name) const {
+    if (const TensorInfo* tensor = find(hf_name)) return *tensor;
+    const auto gguf_name = is_gguf() ? gguf_tensor_name(hf_name, gguf_arch_) : std::nullopt;
+    throw Error(checkpoint_.path().string(), "has no tensor '" + (gguf_name ? *gguf_name : hf_name) + "'" +
+                                                 (gguf_name ? " (Hugging Face '" + hf_name + "')" : ""));
+}
+
+kernels::WeightMatrix WeightStore::matrix(const TensorInfo& tensor, int64_t rows, int64_t cols) {
+    if (tensor.shape != std::vector<int64_t>{rows, cols})
+        throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
+                                                     ", the config says " + shape_text({rows, cols}));
+    return adopt(kernels::weight_matrix(tensor), tensor.name);
+}
+
+kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols) {
+    if (tensor.shape.size() != 3 || tensor.shape[1] != rows || tensor.shape[2] != cols || index >= tensor.shape[0])
+        throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
+                                                     ", expected (experts, " + std::to_string(rows) + ", " + std::to_string(cols) + ")");
+    if (!tensor.contiguous()) throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' is a strided view");
+    kernels::WeightMatrix w;
+    w.dtype = tensor.dtype;
+    w.rows = rows;
+    w.cols = cols;
+    const auto row_bytes = dtype_bytes(tensor.dtype, static_cast<uint64_t>(cols));
+    if (!row_bytes) throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' rows are not whole blocks");
+    w.row_bytes = static_cast<int64_t>(*row_bytes);
+    w.data = tensor.data + index * rows * w.row_bytes;
+    return adopt(w, tensor.name);
+}
+
+kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name) {
+    if (!convert_to_ || *convert_to_ == w.dtype) {
+        if (!can_convert_to_f32(w.dtype))
+            throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));
+        mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
+        matrix_types_.push_back(w.dtype);
+        return w;
+    }
+    const DType target = *convert_to_;
+    const auto row_bytes = dtype_bytes(target, static_cast<uint64_t>(w.cols));
+    if (!row_bytes)
+        throw Error(checkpoint_.path().string(), "tensor '" + name + "' cannot be converted to " + std::string(dtype_name(target)) + ": rows of " +
+                                                     std::to_string(w.cols) + " values are not whole " +
+                                                     std::to_string(dtype_traits(target).block_elements) + "-value blocks");
+    std::vector<std::byte>& buffer = owned_.emplace_back(static_cast<size_t>(w.rows) * *row_bytes);
+    pool_.parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(w.cols));
+        for (int64_t r = begin; r < end; ++r) {
+            convert_to_f32(w.dtype, w.data + r * w.row_bytes, row.data(), w.cols);
+            quantize_row(target, row.data(), buffer.data() + r * static_cast<int64_t>(*row_bytes), w.cols);
+        }
+    });
+    kernels::WeightMatrix converted = w;
+    converted.dtype = target;
+    converted.row_bytes = static_cast<int64_t>(*row_bytes);
+    converted.data = buffer.data();
+    owned_bytes_ += buffer.size();
+    matrix_types_.push_back(target);
+    return converted;
+}
+
+Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols, bool with_bias) {
+    Linear linear;
+    linear.weight = matrix(get(prefix + ".weight"), rows, cols);
+    if (with_bias) linear.bias = vector(prefix + ".bias", rows);
+    return linear;
+}
+
+std::vector<float> WeightStore::vector(const std::string& hf_name, int64_t size) const {
+    const TensorInfo& tensor = get(hf_name);
+    if (tensor.elements() != size)
+        throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) + ", expected " +
+                                                     std::to_string(size) + " values");
+    return checkpoint_.read_f32(tensor);
+}
+
+std::string WeightStore::matrix_type() const {
+    if (matrix_types_.empty()) return "none";
+    // The type of most matrices (GGUF "Q4_K_M" files mix in Q6_K for a few).
+    std::vector<std::pair<uint64_t, DType>> counts;
+    for (DType type : matrix_types_) {
+        auto it = std::find_if(counts.begin(), counts.end(), [&](auto& c) { return c.second == type; });
+        if (it == counts.end()) counts.push_back({1, type});
+        else ++it->first;
+    }
+    return std::string(dtype_name(std::max_element(counts.begin(), counts.end())->second));
+}
+
+}  // namespace oxinfer::models

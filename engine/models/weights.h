@@ -1,0 +1,65 @@
+#pragma once
+// A model's weights as the forward pass uses them: matrices in their stored type, read in place
+// from the mapped checkpoint, or converted once at load time (`--quant`) into memory the store
+// owns. Tensors are asked for by their Hugging Face names; GGUF checkpoints are looked up under
+// llama.cpp's names (oxinfer/tensor_names.h).
+
+#include "kernels/matmul.h"
+
+#include <oxinfer/checkpoint.h>
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oxinfer {
+class ThreadPool;
+}
+
+namespace oxinfer::models {
+
+struct Linear {
+    kernels::WeightMatrix weight;
+    std::vector<float> bias;  // empty when the layer has none
+};
+
+class WeightStore {
+public:
+    // `convert_to`: F32, F16, BF16, Q8_0 or Q4_K to convert every matrix at load; nullopt keeps them.
+    WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, ThreadPool& pool);
+
+    const Checkpoint& checkpoint() const { return checkpoint_; }
+    bool is_gguf() const { return checkpoint_.format() == CheckpointFormat::Gguf; }
+
+    // The tensor stored under a Hugging Face name (or its GGUF name); null when absent.
+    const TensorInfo* find(const std::string& hf_name) const;
+    const TensorInfo& get(const std::string& hf_name) const;  // throws naming the checkpoint
+
+    // "<prefix>.weight" (and "<prefix>.bias" when with_bias) as a matrix of `rows` x `cols`.
+    Linear linear(const std::string& prefix, int64_t rows, int64_t cols, bool with_bias = false);
+    // Matrix `index` of a 3-D stack [count, rows, cols] (fused MoE experts).
+    kernels::WeightMatrix stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols);
+    // A 2-D tensor as a matrix of the expected shape (converted when the store converts).
+    kernels::WeightMatrix matrix(const TensorInfo& tensor, int64_t rows, int64_t cols);
+    // A 1-D tensor of `size` values as float32 (norm weights, biases).
+    std::vector<float> vector(const std::string& hf_name, int64_t size) const;
+
+    uint64_t mapped_bytes() const { return mapped_bytes_; }  // matrices used in place
+    uint64_t owned_bytes() const { return owned_bytes_; }    // matrices converted at load
+    // The type most matrices have ("q4_k"; GGUF Q4_K_M files mix in a few q6_k).
+    std::string matrix_type() const;
+
+private:
+    kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name);
+
+    const Checkpoint& checkpoint_;
+    std::optional<DType> convert_to_;
+    ThreadPool& pool_;
+    std::string gguf_arch_;
+    std::deque<std::vector<std::byte>> owned_;
+    uint64_t mapped_bytes_ = 0, owned_bytes_ = 0;
+    std::vector<DType> matrix_types_;
+};
+
+}  // namespace oxinfer::models

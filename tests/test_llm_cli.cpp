@@ -1,0 +1,156 @@
+// The real oxinfer binary: logits, generate, chat, synth and bench --model, as
+// ../shared/specs/cli.md describes them, on the reference models of tests/reference/llm.
+
+#include "test_support.h"
+
+#include <oxinfer/npy.h>
+
+#include <nlohmann/json.hpp>
+
+#include <QObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using oxinfer::test::run_cli;
+const fs::path kDir = fs::path(OXINFER_REFERENCE_DIR) / "llm";
+
+nlohmann::json golden(const std::string& name) {
+    std::ifstream in(kDir / name / "golden.json");
+    return nlohmann::json::parse(in);
+}
+
+QString id_list(const std::vector<int32_t>& ids) {
+    QStringList parts;
+    for (int32_t id : ids) parts << QString::number(id);
+    return parts.join(' ');
+}
+
+QString path_of(const fs::path& path) { return QString::fromStdString(path.string()); }
+
+}  // namespace
+
+class LlmCliTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void logits_match_the_reference() {
+        QTemporaryDir dir;
+        const auto g = golden("qwen2");
+        auto ids = g["prompt"].get<std::vector<int32_t>>();
+        const auto greedy = g["f32"]["greedy"].get<std::vector<int32_t>>();
+        ids.insert(ids.end(), greedy.begin(), greedy.end() - 1);
+        const QString out = dir.filePath("logits.npy");
+        const auto result = run_cli({"logits", "--model", path_of(kDir / "qwen2" / "f32.gguf"), "--tokens", id_list(ids), "--out", out, "-t", "2"});
+        QVERIFY2(result.exit_code == 0, result.err.constData());
+        const auto logits = oxinfer::read_npy_f32(out.toStdString());
+        const auto expected = oxinfer::read_npy_f32(kDir / "qwen2" / "f32_logits.npy");
+        QCOMPARE(logits.shape, expected.shape);
+        for (size_t i = 0; i < logits.values.size(); ++i) QVERIFY(std::fabs(logits.values[i] - expected.values[i]) <= 1e-4f);
+
+        // --prompt: the HF folder's tokenizer.json and the GGUF's vocabulary give the same ids, so
+        // the same logits.
+        const QString last = dir.filePath("last.npy"), last_gguf = dir.filePath("last_gguf.npy");
+        QCOMPARE(run_cli({"logits", "--model", path_of(kDir / "qwen2" / "hf"), "--prompt", "Hi there, all", "--out", last, "--last"}).exit_code, 0);
+        QCOMPARE(run_cli({"logits", "--model", path_of(kDir / "qwen2" / "f32.gguf"), "--prompt", "Hi there, all", "--out", last_gguf, "--last"}).exit_code, 0);
+        const auto from_hf = oxinfer::read_npy_f32(last.toStdString()), from_gguf = oxinfer::read_npy_f32(last_gguf.toStdString());
+        QCOMPARE(from_hf.shape, (std::vector<int64_t>{1, 128}));
+        for (size_t i = 0; i < from_hf.values.size(); ++i) QVERIFY(std::fabs(from_hf.values[i] - from_gguf.values[i]) <= 1e-4f);
+    }
+
+    void generate_json_gives_the_greedy_tokens() {
+        const auto g = golden("llama3");
+        const auto result = run_cli({"generate", "--model", path_of(kDir / "llama3" / "hf"), "--tokens", id_list(g["prompt"].get<std::vector<int32_t>>()),
+                                     "-n", "32", "--ignore-eos", "--temp", "0", "--json", "-t", "2"});
+        QVERIFY2(result.exit_code == 0, result.err.constData());
+        const auto out = nlohmann::json::parse(result.out.toStdString());
+        QCOMPARE(out["ids"].get<std::vector<int32_t>>(), g["f32"]["greedy"].get<std::vector<int32_t>>());
+        QCOMPARE(out["prompt_tokens"].get<int>(), 12);
+        QVERIFY(out["text"].is_string() && out["pp_tok_s"].get<double>() > 0 && out["tg_tok_s"].get<double>() > 0);
+    }
+
+    void generate_streams_text() {
+        // Streaming output is the decoded text of the --json ids, plus a final newline.
+        const QStringList common = {"generate", "--model", path_of(kDir / "qwen3_moe" / "hf"), "--prompt", "Hello", "--chat", "-n", "12",
+                                    "--temp", "0.8", "--top-k", "20", "--top-p", "0.9", "--min-p", "0.05", "--repeat-penalty", "1.1",
+                                    "--seed", "3"};
+        const auto streamed = run_cli(common);
+        QVERIFY2(streamed.exit_code == 0, streamed.err.constData());
+        const auto as_json = run_cli(QStringList(common) << "--json");
+        QCOMPARE(as_json.exit_code, 0);
+        const auto out = nlohmann::json::parse(as_json.out.toStdString());
+        QCOMPARE(streamed.out.toStdString(), out["text"].get<std::string>() + "\n");
+        // The chat template wraps the prompt: <|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n
+        QVERIFY(out["prompt_tokens"].get<int>() > 8);
+    }
+
+    void chat_session() {
+        QProcess process;
+        process.start(QStringLiteral(OXINFER_CLI_PATH), {"chat", "--model", path_of(kDir / "qwen3" / "hf"), "--system", "terse", "-n", "5", "-t", "2"});
+        QVERIFY(process.waitForStarted());
+        process.write("Hello\n/reset\n/system be kind\nHi again\n/quit\n");
+        process.closeWriteChannel();
+        QVERIFY(process.waitForFinished(60000));
+        QCOMPARE(process.exitCode(), 0);
+        const QString out = process.readAllStandardOutput();
+        QVERIFY2(out.contains("(conversation reset)") && out.contains("(system prompt set, conversation reset)"), qPrintable(out));
+    }
+
+    void synth_then_bench() {
+        QTemporaryDir dir;
+        // A small config of the Qwen3 family; the named shapes are real sizes (hundreds of MB).
+        nlohmann::json config = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"}, {"vocab_size", 512}, {"hidden_size", 256},
+                                 {"intermediate_size", 512}, {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                 {"head_dim", 64}, {"max_position_embeddings", 1024}, {"tie_word_embeddings", true}};
+        const QString config_path = dir.filePath("config.json");
+        std::ofstream(config_path.toStdString()) << config.dump();
+        for (const char* type : {"q4_k", "q8_0", "bf16"}) {
+            const QString out = dir.filePath(QString("synth-%1.gguf").arg(type));
+            const auto written = run_cli({"synth", "--config", config_path, "--type", type, "--out", out});
+            QVERIFY2(written.exit_code == 0, written.err.constData());
+            const auto bench = run_cli({"bench", "--model", out, "-p", "16", "-n", "4", "-r", "2", "-t", "2", "--json"});
+            QVERIFY2(bench.exit_code == 0, bench.err.constData());
+            const auto report = nlohmann::json::parse(bench.out.toStdString());
+            QCOMPARE(report.size(), size_t{2});
+            QCOMPARE(report[0]["test"].get<std::string>(), std::string("pp16"));
+            QCOMPARE(report[1]["test"].get<std::string>(), std::string("tg4"));
+            QCOMPARE(report[0]["type"].get<std::string>(), std::string(type));
+            QVERIFY(report[1]["tok_s"].get<double>() > 0 && report[0]["threads"].get<int>() == 2 && report[0]["model_bytes"].get<double>() > 0);
+        }
+        const QString folder = dir.filePath("synth-folder");
+        QCOMPARE(run_cli({"synth", "--config", config_path, "--type", "bf16", "--out", folder}).exit_code, 0);
+        const auto inspect = run_cli({"inspect", folder, "--json"});
+        QCOMPARE(inspect.exit_code, 0);
+        QCOMPARE(nlohmann::json::parse(inspect.out.toStdString())["tensors"][0]["dtype"].get<std::string>(), std::string("bf16"));
+        const auto generated = run_cli({"generate", "--model", folder, "--tokens", "1 2 3", "-n", "3", "--json"});
+        QVERIFY2(generated.exit_code == 0, generated.err.constData());
+        QCOMPARE(nlohmann::json::parse(generated.out.toStdString())["ids"].size(), size_t{3});
+    }
+
+    void clear_errors() {
+        auto result = run_cli({"synth", "--shape", "gpt-5", "--type", "q4_k", "--out", "x.gguf"});
+        QCOMPARE(result.exit_code, 1);
+        QVERIFY(result.err.startsWith("oxinfer: error: --shape: unknown shape 'gpt-5'; known: qwen3-0.6b (qwen3)"));
+        result = run_cli({"synth", "--arch", "llama", "--shape", "qwen3-0.6b", "--type", "q4_k", "--out", "x.gguf"});
+        QVERIFY(result.err.contains("is a qwen3 shape, not llama"));
+        result = run_cli({"generate", "--model", path_of(kDir / "qwen3" / "f32.gguf"), "--tokens", "1 x", "-n", "2"});
+        QVERIFY(result.err.contains("is not a list of token ids"));
+        result = run_cli({"logits", "--model", path_of(kDir / "qwen3" / "hf"), "--tokens", "1", "--out", "/nonexistent/dir/x.npy"});
+        QCOMPARE(result.exit_code, 1);
+        result = run_cli({"bench", "--model", "/no/such/model"});
+        QCOMPARE(result.exit_code, 1);
+        QVERIFY(result.err.startsWith("oxinfer: error: "));
+        result = run_cli({"generate", "--model", path_of(kDir / "qwen3" / "hf"), "--prompt", "x", "--quant", "q3"});
+        QVERIFY(result.err.contains("--quant: 'q3' is not one of bf16, q8, q4"));
+    }
+};
+
+QTEST_GUILESS_MAIN(LlmCliTest)
+#include "test_llm_cli.moc"
