@@ -26,7 +26,8 @@ struct Linear {
 
 class WeightStore {
 public:
-    // `convert_to`: F32, F16, BF16, Q8_0 or Q4_K to convert every matrix at load; nullopt keeps them.
+    // `convert_to`: any type quantize_row writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K) to convert every
+    // matrix at load; nullopt keeps them as stored.
     WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, ThreadPool& pool);
 
     const Checkpoint& checkpoint() const { return checkpoint_; }

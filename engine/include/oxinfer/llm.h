@@ -38,7 +38,7 @@ struct LoadOptions {
     int threads = 0;                        // 0: the physical cores
     int64_t context_length = 0;             // 0: the config's max_position_embeddings
     DType kv_type = DType::F32;             // F32, F16 or BF16
-    std::optional<DType> convert_weights;   // BF16, Q8_0 or Q4_K: convert every matrix at load (--quant)
+    std::optional<DType> convert_weights;   // convert every matrix at load (--quant: BF16, Q8_0, Q4_K; also F32, F16, Q4_0)
 };
 
 // "bf16" -> BF16, "q8" / "q8_0" -> Q8_0, "q4" / "q4_k" -> Q4_K, also "f16", "f32"; nullopt otherwise.
