@@ -297,11 +297,15 @@ WeightMatrix weight_matrix(const TensorInfo& tensor) {
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     check_supported(w);
     const RowDot direct = row_dot(table, w.dtype);
-    PackedActivations act;
+    // Kept between calls on each calling thread: decoding runs gemv for every matrix of every
+    // token, and the quantised activations would otherwise be a fresh allocation each time.
+    // (A named reference: the workers' lambda would otherwise see their own thread_local copy.)
+    thread_local PackedActivations scratch;
+    PackedActivations& act = scratch;
     act.cols = w.cols;
     act.f32 = x;
+    act.format = direct ? activation_format(w.dtype) : ActivationFormat::F32;
     if (direct) {
-        act.format = activation_format(w.dtype);
         if (act.format == ActivationFormat::Q8Blocks32) {
             act.blocks32.resize(static_cast<size_t>(tokens * (w.cols / 32)));
             for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks32(x + t * w.cols, act.blocks32.data() + t * (w.cols / 32), w.cols);
@@ -312,8 +316,8 @@ void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
     }
     // Rows are split in multiples of 16 so that threads never write to the same cache line.
     pool.parallel_for(w.rows, 16, [&](int64_t begin, int64_t end) {
-        std::vector<float> row;  // the generic path's dequantised row
-        if (!direct) row.resize(static_cast<size_t>(w.cols));
+        thread_local std::vector<float> row;  // the generic path's dequantised row, kept like `act`
+        if (!direct && static_cast<int64_t>(row.size()) < w.cols) row.resize(static_cast<size_t>(w.cols));
         for (int64_t r = begin; r < end; ++r) {
             const std::byte* weights = w.data + r * w.row_bytes;
             if (!direct) {
