@@ -37,8 +37,7 @@ private slots:
     }
 
     void matches_hugging_face_data() {
-        QTest::addColumn<QString>("name");
-        for (const std::string& name : kTokenizers) QTest::newRow(name.c_str()) << QString::fromStdString(name);
+        add_tokenizer_rows();
     }
 
     // Every golden input: ids with and without special tokens, token strings, decode with and

@@ -31,8 +31,7 @@ private slots:
     }
 
     void streaming_data() {
-        QTest::addColumn<QString>("name");
-        for (const std::string& name : kTokenizers) QTest::newRow(name.c_str()) << QString::fromStdString(name);
+        add_tokenizer_rows();
     }
 
     // Token-by-token decoding adds up to the full decode and never emits broken UTF-8.

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QTest>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +80,12 @@ inline std::string shorten(const std::string& text) { return text.size() > 80 ? 
 inline const std::vector<std::string> kTokenizers = {"qwen3",        "gemma3",          "llama3",          "bert-wordpiece", "bert-variant",
                                               "albert-unigram", "spm-unigram",   "qwen3-gpt2",      "qwen3-splits",   "qwen3-metaspace",
                                               "qwen3-whitespace", "qwen3-bert"};
+
+// A "name" column with a row per tokenizer of kTokenizers (the suites' data functions).
+inline void add_tokenizer_rows() {
+    QTest::addColumn<QString>("name");
+    for (const std::string& name : kTokenizers) QTest::newRow(name.c_str()) << QString::fromStdString(name);
+}
 
 // Streams ids one at a time; every chunk must be valid UTF-8 and the chunks must add up to decode().
 inline std::string stream_check(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, bool skip, const std::string& expected) {
