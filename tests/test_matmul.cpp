@@ -178,6 +178,41 @@ private slots:
         }
     }
 
+    // Matrices of different types and row counts sharing one input (q/k/v of a GGUF that mixes
+    // quantisations) in one call: each output equals that matrix's own gemv, whose accuracy the
+    // test above checks, for every level and thread count.
+    void severalMatricesShareOneInput() {
+        const int64_t cols = 512;
+        const TestMatrix matrices[] = {make_matrix(DType::Q4_K, 7, cols, 1), make_matrix(DType::Q6_K, 33, cols, 2),
+                                       make_matrix(DType::BF16, 1, cols, 3), make_matrix(DType::IQ4_NL, 20, cols, 4)};
+        for (int tokens : {1, 3}) {
+            const auto x = test::random_floats(static_cast<size_t>(tokens * cols), 11);
+            for (const KernelLevel& level : kernel_levels())
+                for (int threads : {1, 2, 3}) {
+                    ThreadPool pool(threads);
+                    std::vector<std::vector<float>> fused(std::size(matrices)), alone(std::size(matrices));
+                    std::vector<MatmulTarget> targets;
+                    for (size_t i = 0; i < std::size(matrices); ++i) {
+                        fused[i].assign(static_cast<size_t>(tokens * matrices[i].w.rows), NAN);
+                        alone[i].resize(fused[i].size());
+                        targets.push_back({&matrices[i].w, fused[i].data()});
+                        gemv_with(*level.matmul, matrices[i].w, x.data(), tokens, alone[i].data(), pool);
+                    }
+                    gemv_many_with(*level.matmul, targets, x.data(), tokens, pool);
+                    for (size_t i = 0; i < std::size(matrices); ++i)
+                        for (size_t j = 0; j < fused[i].size(); ++j)
+                            QVERIFY2(fused[i][j] == alone[i][j], qPrintable(QStringLiteral("%1, %2 threads, %3 tokens, matrix %4 output %5: %6 vs %7")
+                                                                                .arg(QString::fromStdString(level.name)).arg(threads).arg(tokens)
+                                                                                .arg(i).arg(j).arg(fused[i][j]).arg(alone[i][j])));
+                }
+        }
+        ThreadPool pool(1);
+        const TestMatrix narrow = make_matrix(DType::F32, 4, 256, 5);
+        std::vector<float> x(512), y(8);
+        const MatmulTarget mismatched[] = {{&matrices[0].w, y.data()}, {&narrow.w, y.data()}};
+        OXINFER_EXPECT_ERROR(matmul_many(mismatched, x.data(), 1, pool), "same number of columns");
+    }
+
     void activationQuantisationIsIdenticalOnEveryLevel() {
         const auto x = test::random_floats(1024, 99);
         std::vector<ActBlock32> reference32(32), blocks32(32);

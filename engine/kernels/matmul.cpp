@@ -203,15 +203,14 @@ void check_supported(const WeightMatrix& w) {
         throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " cannot be used: unsupported tensor type");
 }
 
-// Activations of one call in the format the row dot of the weight type reads.
+// Activations of one call in each format the row dots of its weight types read.
 struct PackedActivations {
-    ActivationFormat format = ActivationFormat::F32;
     std::vector<ActBlock32> blocks32;
     std::vector<ActBlock256> blocks256;
     const float* f32 = nullptr;
     int64_t cols = 0;
 
-    const void* row(int64_t t) const {
+    const void* row(ActivationFormat format, int64_t t) const {
         switch (format) {
             case ActivationFormat::Q8Blocks32: return blocks32.data() + t * (cols / 32);
             case ActivationFormat::Q8Blocks256: return blocks256.data() + t * (cols / 256);
@@ -295,37 +294,71 @@ WeightMatrix weight_matrix(const TensorInfo& tensor) {
 }
 
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
-    check_supported(w);
-    const RowDot direct = row_dot(table, w.dtype);
+    const MatmulTarget target{&w, y};
+    gemv_many_with(table, {&target, 1}, x, tokens, pool);
+}
+
+void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool) {
+    if (targets.empty()) return;
+    const int64_t cols = targets[0].w->cols;
+    struct Part {
+        const WeightMatrix* w;
+        float* y;
+        RowDot dot;  // the type's own row dot, or nullptr for the generic dequantise-a-row path
+        ActivationFormat format;
+        int64_t first_unit;  // in the concatenation of every matrix's rows, in units of kRowGranule
+    };
+    // Rows go to threads in multiples of 16, so that threads never write to the same cache line.
+    constexpr int64_t kRowGranule = 16;
+    Part parts[kMaxMatmulTargets];
+    if (targets.size() > kMaxMatmulTargets) throw Error("matmul", "too many matrices in one call");
     // Kept between calls on each calling thread: decoding runs gemv for every matrix of every
     // token, and the quantised activations would otherwise be a fresh allocation each time.
     // (A named reference: the workers' lambda would otherwise see their own thread_local copy.)
     thread_local PackedActivations scratch;
     PackedActivations& act = scratch;
-    act.cols = w.cols;
+    act.cols = cols;
     act.f32 = x;
-    act.format = direct ? activation_format(w.dtype) : ActivationFormat::F32;
-    if (direct) {
-        if (act.format == ActivationFormat::Q8Blocks32) {
-            act.blocks32.resize(static_cast<size_t>(tokens * (w.cols / 32)));
-            for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks32(x + t * w.cols, act.blocks32.data() + t * (w.cols / 32), w.cols);
-        } else if (act.format == ActivationFormat::Q8Blocks256) {
-            act.blocks256.resize(static_cast<size_t>(tokens * (w.cols / 256)));
-            for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks256(x + t * w.cols, act.blocks256.data() + t * (w.cols / 256), w.cols);
-        }
+    bool need32 = false, need256 = false;
+    int64_t units = 0;
+    for (size_t i = 0; i < targets.size(); ++i) {
+        const WeightMatrix& w = *targets[i].w;
+        check_supported(w);
+        if (w.cols != cols) throw Error("matmul", "matrices sharing an input must have the same number of columns");
+        const RowDot dot = row_dot(table, w.dtype);
+        const ActivationFormat format = dot ? activation_format(w.dtype) : ActivationFormat::F32;
+        need32 |= format == ActivationFormat::Q8Blocks32;
+        need256 |= format == ActivationFormat::Q8Blocks256;
+        parts[i] = {&w, targets[i].y, dot, format, units};
+        units += (w.rows + kRowGranule - 1) / kRowGranule;
     }
-    // Rows are split in multiples of 16 so that threads never write to the same cache line.
-    pool.parallel_for(w.rows, 16, [&](int64_t begin, int64_t end) {
+    if (need32) {
+        act.blocks32.resize(static_cast<size_t>(tokens * (cols / 32)));
+        for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks32(x + t * cols, act.blocks32.data() + t * (cols / 32), cols);
+    }
+    if (need256) {
+        act.blocks256.resize(static_cast<size_t>(tokens * (cols / 256)));
+        for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks256(x + t * cols, act.blocks256.data() + t * (cols / 256), cols);
+    }
+    const size_t count = targets.size();
+    pool.parallel_for(units, 1, [&](int64_t unit_begin, int64_t unit_end) {
         thread_local std::vector<float> row;  // the generic path's dequantised row, kept like `act`
-        if (!direct && static_cast<int64_t>(row.size()) < w.cols) row.resize(static_cast<size_t>(w.cols));
-        for (int64_t r = begin; r < end; ++r) {
-            const std::byte* weights = w.data + r * w.row_bytes;
-            if (!direct) {
-                convert_to_f32(w.dtype, weights, row.data(), w.cols);
-                weights = reinterpret_cast<const std::byte*>(row.data());
+        for (size_t i = 0; i < count; ++i) {
+            const Part& part = parts[i];
+            const WeightMatrix& w = *part.w;
+            const int64_t begin = std::max<int64_t>(0, (unit_begin - part.first_unit) * kRowGranule);
+            const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
+            if (begin >= end) continue;
+            if (!part.dot && static_cast<int64_t>(row.size()) < cols) row.resize(static_cast<size_t>(cols));
+            for (int64_t r = begin; r < end; ++r) {
+                const std::byte* weights = w.data + r * w.row_bytes;
+                if (!part.dot) {
+                    convert_to_f32(w.dtype, weights, row.data(), cols);
+                    weights = reinterpret_cast<const std::byte*>(row.data());
+                }
+                const RowDot dot = part.dot ? part.dot : table.dot_f32;
+                for (int64_t t = 0; t < tokens; ++t) part.y[t * w.rows + r] = dot(cols, weights, act.row(part.format, t));
             }
-            const RowDot dot = direct ? direct : table.dot_f32;
-            for (int64_t t = 0; t < tokens; ++t) y[t * w.rows + r] = dot(w.cols, weights, act.row(t));
         }
     });
 }
@@ -444,6 +477,14 @@ void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, Threa
 void matmul(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     if (tokens <= kGemvMaxTokens) gemv(w, x, tokens, y, pool);
     else gemm(w, x, tokens, y, pool);
+}
+
+void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool) {
+    if (tokens <= kGemvMaxTokens) {
+        gemv_many_with(matmul_table(active_isa()), targets, x, tokens, pool);
+        return;
+    }
+    for (const MatmulTarget& target : targets) gemm(*target.w, x, tokens, target.y, pool);
 }
 
 }  // namespace oxinfer::kernels

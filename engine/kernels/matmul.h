@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace oxinfer {
 
@@ -37,6 +38,15 @@ constexpr int64_t kGemvMaxTokens = 4;
 // y[t * w.rows + r] = sum_c x[t * w.cols + c] * W[r, c]. Throws oxinfer::Error for a type that
 // cannot be dequantised.
 void matmul(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+
+// One product of several matrices that read the same input (q/k/v, gate/up): y of each target
+// = x · Wᵀ. Decoding then synchronises the threads once for all of them, not once per matrix.
+struct MatmulTarget {
+    const WeightMatrix* w;
+    float* y;
+};
+constexpr size_t kMaxMatmulTargets = 4;
+void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool);
 
 // The same through one path, whatever the token count (tests and benchmarks).
 void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);

@@ -79,6 +79,7 @@ RowDot row_dot(const MatmulTable& table, DType type);  // nullptr when the type 
 
 // gemv() and gemm() with the entries of a given table (tests compare levels through them).
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool);
 void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 
 void fill_matmul_avx2(MatmulTable& table);

@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 namespace oxinfer::models {
 namespace {
@@ -176,10 +178,17 @@ private:
         if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
     }
 
-    void project(const Linear& linear, const float* x, int64_t tokens, float* y) {
-        kernels::matmul(linear.weight, x, tokens, y, pool_);
-        if (linear.bias.empty()) return;
-        for (int64_t t = 0; t < tokens; ++t) kernels::add(y + t * linear.weight.rows, linear.bias.data(), y + t * linear.weight.rows, linear.weight.rows);
+    // y = x · Wᵀ + b for each (linear, y) pair; the linears share the input x.
+    void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, const float* x, int64_t tokens) {
+        kernels::MatmulTarget targets[kernels::kMaxMatmulTargets];
+        size_t count = 0;
+        for (const auto& [linear, y] : outputs) targets[count++] = {&linear->weight, y};
+        kernels::matmul_many({targets, count}, x, tokens, pool_);
+        for (const auto& [linear, y] : outputs) {
+            if (linear->bias.empty()) continue;
+            const int64_t rows = linear->weight.rows;
+            for (int64_t t = 0; t < tokens; ++t) kernels::add(y + t * rows, linear->bias.data(), y + t * rows, rows);
+        }
     }
 
     void forward_chunk(const int32_t* tokens, int64_t n, KvCache& cache, float* logits, bool all_positions) {
@@ -213,9 +222,7 @@ private:
             kernels::rms_norm(x_.data(), layer.attn_norm.data(), normed_.data(), n, hidden, eps);
             {
                 profiler::Scope scope("qkv");
-                project(layer.q, normed_.data(), n, q_.data());
-                project(layer.k, normed_.data(), n, k_.data());
-                project(layer.v, normed_.data(), n, v_.data());
+                project({{&layer.q, q_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n);
             }
             if (qk_norm_) {
                 kernels::rms_norm(q_.data(), layer.q_norm.data(), q_.data(), n * heads, hd, eps);
@@ -231,7 +238,7 @@ private:
             }
             {
                 profiler::Scope scope("attn_output");
-                project(layer.o, attn_.data(), n, residual_.data());
+                project({{&layer.o, residual_.data()}}, attn_.data(), n);
             }
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
             kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
@@ -257,14 +264,18 @@ private:
     // path anyway, so that a prefill's arithmetic (float32 activations) does not depend on routing.
     void mlp(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* x, int64_t n, float* out,
              bool force_gemm = false) {
-        const auto product = force_gemm ? kernels::gemm : kernels::matmul;
         const int64_t inter = gate.rows;
         resize(gate_, n * inter);
         resize(up_, n * inter);
-        product(gate, x, n, gate_.data(), pool_);
-        product(up, x, n, up_.data(), pool_);
+        if (force_gemm) {
+            kernels::gemm(gate, x, n, gate_.data(), pool_);
+            kernels::gemm(up, x, n, up_.data(), pool_);
+        } else {
+            const kernels::MatmulTarget targets[] = {{&gate, gate_.data()}, {&up, up_.data()}};
+            kernels::matmul_many(targets, x, n, pool_);
+        }
         kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * inter);
-        product(down, gate_.data(), n, out, pool_);
+        (force_gemm ? kernels::gemm : kernels::matmul)(down, gate_.data(), n, out, pool_);
     }
 
     // Qwen3MoeSparseMoeBlock: softmax over all experts' router logits (float32), the top k kept,

@@ -17,6 +17,20 @@
 namespace oxinfer {
 namespace {
 
+// general.file_type holds llama.cpp's llama_ftype (what the file mostly is), not a ggml type id.
+uint32_t llama_file_type(DType type) {
+    switch (type) {
+        case DType::F32: return 0;
+        case DType::F16: return 1;
+        case DType::Q4_0: return 2;
+        case DType::Q8_0: return 7;
+        case DType::Q4_K: return 14;  // MOSTLY_Q4_K_S: every matrix Q4_K
+        case DType::Q6_K: return 18;
+        case DType::BF16: return 32;
+        default: throw Error("synth", "no llama.cpp file type for " + std::string(dtype_name(type)));
+    }
+}
+
 using json = nlohmann::json;
 
 json qwen3_dense(int64_t hidden, int64_t inter, int64_t layers, bool tied) {
@@ -151,7 +165,7 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     GgufFileWriter writer;
     writer.add_string("general.architecture", arch);
     writer.add_string("general.name", "oxinfer synth");
-    writer.add_u32("general.file_type", static_cast<uint32_t>(*ggml_id(options.type)));
+    writer.add_u32("general.file_type", llama_file_type(options.type));
     writer.add_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
     writer.add_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
     writer.add_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
@@ -164,6 +178,9 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     writer.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
     writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
     writer.add_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+    // No vocabulary, said the way llama.cpp understands (it then makes vocab_size dummy tokens), so
+    // that its tools, llama-bench among them, run these files too.
+    writer.add_string("tokenizer.ggml.model", "none");
     if (c.num_experts > 0) {
         writer.add_u32(arch + ".expert_count", static_cast<uint32_t>(c.num_experts));
         writer.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(c.num_experts_per_token));
