@@ -379,30 +379,50 @@ inline __m256 kv_load_tail(const std::byte* row, int64_t i, int64_t rem) {
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_tail16(row + 2 * i, rem)), 16));
 }
 
+// Scores of `count` keys. An FMA takes 4-5 cycles and two can start per cycle, so at least 8
+// independent chains keep the unit busy: four keys at once, each summed in two halves (even and
+// odd 8-value steps), all sharing each q load.
 template <int T>
 void kv_dot_avx2(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores) {
-    const int64_t full = dim & ~int64_t{7}, rem = dim - full;
+    const int64_t full = dim & ~int64_t{7}, pairs = dim & ~int64_t{15}, rem = dim - full;
     const __m256 q_tail = rem ? load_tail(q + full, rem) : _mm256_setzero_ps();
     int64_t j = 0;
-    for (; j + 4 <= count; j += 4) {  // four keys at once: four independent FMA chains share each q load
+    for (; j + 4 <= count; j += 4) {
         const std::byte* r0 = rows + j * stride;
         const std::byte* r1 = r0 + stride;
         const std::byte* r2 = r1 + stride;
         const std::byte* r3 = r2 + stride;
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-        for (int64_t i = 0; i < full; i += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + i);
-            a0 = _mm256_fmadd_ps(qv, kv_load8<T>(r0, i), a0);
-            a1 = _mm256_fmadd_ps(qv, kv_load8<T>(r1, i), a1);
-            a2 = _mm256_fmadd_ps(qv, kv_load8<T>(r2, i), a2);
-            a3 = _mm256_fmadd_ps(qv, kv_load8<T>(r3, i), a3);
+        __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+        int64_t i = 0;
+        for (; i < pairs; i += 16) {
+            const __m256 qa = _mm256_loadu_ps(q + i), qb = _mm256_loadu_ps(q + i + 8);
+            a0 = _mm256_fmadd_ps(qa, kv_load8<T>(r0, i), a0);
+            a1 = _mm256_fmadd_ps(qa, kv_load8<T>(r1, i), a1);
+            a2 = _mm256_fmadd_ps(qa, kv_load8<T>(r2, i), a2);
+            a3 = _mm256_fmadd_ps(qa, kv_load8<T>(r3, i), a3);
+            b0 = _mm256_fmadd_ps(qb, kv_load8<T>(r0, i + 8), b0);
+            b1 = _mm256_fmadd_ps(qb, kv_load8<T>(r1, i + 8), b1);
+            b2 = _mm256_fmadd_ps(qb, kv_load8<T>(r2, i + 8), b2);
+            b3 = _mm256_fmadd_ps(qb, kv_load8<T>(r3, i + 8), b3);
+        }
+        if (i < full) {
+            const __m256 qa = _mm256_loadu_ps(q + i);
+            a0 = _mm256_fmadd_ps(qa, kv_load8<T>(r0, i), a0);
+            a1 = _mm256_fmadd_ps(qa, kv_load8<T>(r1, i), a1);
+            a2 = _mm256_fmadd_ps(qa, kv_load8<T>(r2, i), a2);
+            a3 = _mm256_fmadd_ps(qa, kv_load8<T>(r3, i), a3);
         }
         if (rem) {
-            a0 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r0, full, rem), a0);
-            a1 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r1, full, rem), a1);
-            a2 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r2, full, rem), a2);
-            a3 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r3, full, rem), a3);
+            b0 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r0, full, rem), b0);
+            b1 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r1, full, rem), b1);
+            b2 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r2, full, rem), b2);
+            b3 = _mm256_fmadd_ps(q_tail, kv_load_tail<T>(r3, full, rem), b3);
         }
+        a0 = _mm256_add_ps(a0, b0);
+        a1 = _mm256_add_ps(a1, b1);
+        a2 = _mm256_add_ps(a2, b2);
+        a3 = _mm256_add_ps(a3, b3);
         const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
         _mm_storeu_ps(scores + j, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
     }
@@ -415,24 +435,42 @@ void kv_dot_avx2(const float* q, const std::byte* rows, int64_t stride, int64_t 
     }
 }
 
+// acc += sum_j weights[j] * row_j. The accumulators stay in registers over all keys, 64 values
+// (8 chains, see kv_dot_avx2) at a time.
 template <int T>
 void kv_axpy_avx2(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* acc) {
     int64_t i = 0;
-    for (; i + 32 <= dim; i += 32) {  // 32 accumulators' worth of acc stay in registers over all keys
-        __m256 c0 = _mm256_loadu_ps(acc + i), c1 = _mm256_loadu_ps(acc + i + 8);
-        __m256 c2 = _mm256_loadu_ps(acc + i + 16), c3 = _mm256_loadu_ps(acc + i + 24);
+    for (; i + 64 <= dim; i += 64) {
+        __m256 c[8];
+        for (int u = 0; u < 8; ++u) c[u] = _mm256_loadu_ps(acc + i + 8 * u);
         for (int64_t j = 0; j < count; ++j) {
             const __m256 w = _mm256_broadcast_ss(weights + j);
             const std::byte* r = rows + j * stride;
-            c0 = _mm256_fmadd_ps(w, kv_load8<T>(r, i), c0);
-            c1 = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 8), c1);
-            c2 = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 16), c2);
-            c3 = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 24), c3);
+            for (int u = 0; u < 8; ++u) c[u] = _mm256_fmadd_ps(w, kv_load8<T>(r, i + 8 * u), c[u]);
         }
-        _mm256_storeu_ps(acc + i, c0);
-        _mm256_storeu_ps(acc + i + 8, c1);
-        _mm256_storeu_ps(acc + i + 16, c2);
-        _mm256_storeu_ps(acc + i + 24, c3);
+        for (int u = 0; u < 8; ++u) _mm256_storeu_ps(acc + i + 8 * u, c[u]);
+    }
+    for (; i + 32 <= dim; i += 32) {  // 32 values: the same with two keys' chains kept apart
+        __m256 c[4], d[4];
+        for (int u = 0; u < 4; ++u) {
+            c[u] = _mm256_loadu_ps(acc + i + 8 * u);
+            d[u] = _mm256_setzero_ps();
+        }
+        int64_t j = 0;
+        for (; j + 2 <= count; j += 2) {
+            const __m256 w0 = _mm256_broadcast_ss(weights + j), w1 = _mm256_broadcast_ss(weights + j + 1);
+            const std::byte* r0 = rows + j * stride;
+            const std::byte* r1 = r0 + stride;
+            for (int u = 0; u < 4; ++u) {
+                c[u] = _mm256_fmadd_ps(w0, kv_load8<T>(r0, i + 8 * u), c[u]);
+                d[u] = _mm256_fmadd_ps(w1, kv_load8<T>(r1, i + 8 * u), d[u]);
+            }
+        }
+        if (j < count) {
+            const __m256 w = _mm256_broadcast_ss(weights + j);
+            for (int u = 0; u < 4; ++u) c[u] = _mm256_fmadd_ps(w, kv_load8<T>(rows + j * stride, i + 8 * u), c[u]);
+        }
+        for (int u = 0; u < 4; ++u) _mm256_storeu_ps(acc + i + 8 * u, _mm256_add_ps(c[u], d[u]));
     }
     for (; i + 8 <= dim; i += 8) {
         __m256 c = _mm256_loadu_ps(acc + i);
