@@ -21,7 +21,9 @@
 // neighbouring code in one implementation and not the other; one such flip moves a logit by
 // d·w (d = amax/127 of the activations, w a weight), about 0.1 here. Quantised decode therefore
 // allows at most 2 of the 32 positions above 1e-4, none above 0.25, and the greedy tokens (which
-// follow the emulated path) must still be identical.
+// follow the emulated path) must still be identical. Q4_K quantises activations in the prefill
+// too (its integer GEMM, as llama.cpp does): its goldens emulate that at every position, and its
+// prefill gets the same allowance.
 
 #include <oxinfer/error.h>
 #include <oxinfer/llm.h>
@@ -133,12 +135,27 @@ private slots:
         std::vector<int32_t> sequence = golden.prompt;
         sequence.insert(sequence.end(), golden.greedy.begin(), golden.greedy.end() - 1);
 
-        // One prefill over every position.
+        // One prefill over every position. Q4_K prefill takes int8 activations (the integer GEMM),
+        // so its golden is the emulated path at every position, with the decode path's allowance
+        // for rounding flips.
         oxinfer::Session prefill(*model);
         const std::vector<float> all = prefill.evaluate(sequence, true);
-        const double prefill_error = max_abs_diff(all.data(), golden.logits.values.data(), all.size());
-        qInfo("%s: prefill max |diff| %.3g", qPrintable(QString::fromStdString(case_name + "/" + src)), prefill_error);
-        QVERIFY2(prefill_error <= tolerance, qPrintable(QString("prefill logits differ by %1").arg(prefill_error)));
+        const bool quantised_prefill = src == "q4_k";
+        const std::vector<float>& prefill_golden = quantised_prefill ? golden.decode_logits.values : golden.logits.values;
+        double prefill_error = 0;
+        int prefill_positions_off = 0;
+        for (size_t position = 0; position < sequence.size(); ++position) {
+            const double error = max_abs_diff(all.data() + position * vocab, prefill_golden.data() + position * vocab, static_cast<size_t>(vocab));
+            if (error > tolerance) ++prefill_positions_off;
+            prefill_error = std::max(prefill_error, error);
+        }
+        qInfo("%s: prefill max |diff| %.3g, %d of %zu positions above %.0e", qPrintable(QString::fromStdString(case_name + "/" + src)),
+              prefill_error, prefill_positions_off, sequence.size(), tolerance);
+        if (!quantised_prefill)
+            QVERIFY2(prefill_error <= tolerance, qPrintable(QString("prefill logits differ by %1").arg(prefill_error)));
+        else
+            QVERIFY2(prefill_positions_off <= 2 && prefill_error <= kRoundingFlipTolerance,
+                     qPrintable(QString("prefill logits differ by %1 at %2 positions").arg(prefill_error).arg(prefill_positions_off)));
 
         // Prompt prefill, then one token at a time through the KV cache.
         oxinfer::Session decode(*model);

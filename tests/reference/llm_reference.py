@@ -21,7 +21,10 @@ For each case it builds a tiny random-weight model and writes, into llm/<case>/:
                        prefilled in float32, then one token at a time with int8-quantised
                        activations (q8_0 and q4_k greedy tokens follow this path too)
 
-and a Q4_K case (dimensions of 256, Q4_K's block) with q4_k.gguf only.
+and a Q4_K case (dimensions of 256, Q4_K's block) with q4_k.gguf only. Its products with Q4_K
+weights take int8 activations in the prefill too (the engine's Q4_K GEMM quantises them as its
+GEMV does, like llama.cpp), so q4_k_decode_logits.npy and the greedy tokens have every position
+computed that way. `llm_reference.py qwen3_q4_k` rewrites that case alone.
 
 The forward pass is written here from the Hugging Face modeling code of each family
 (modeling_llama.py, modeling_qwen2.py, modeling_qwen3.py, modeling_qwen3_moe.py), in float32:
@@ -293,12 +296,12 @@ def forward(cfg, w, ids, act=None):
     return lin(x, head, pos, act[1] - 1 if act else 0)
 
 
-def goldens(cfg, w, act_block=None):
+def goldens(cfg, w, act_block=None, quantised_prefill=False):
     """Greedy continuation (whole sequence recomputed each step), then the logits of every
     position of prompt + continuation[:-1] from one forward pass. With act_block (quantised
     weights) the continuation and the "decode_logits" follow the engine's decode path: the prompt
     as one prefill, then each token with int8 activations of that block size."""
-    act = (act_block, len(PROMPT)) if act_block else None
+    act = (act_block, 0 if quantised_prefill else len(PROMPT)) if act_block else None
     with torch.no_grad():
         ids = list(PROMPT)
         greedy, gap = [], float("inf")
@@ -551,13 +554,13 @@ def gguf_tensors(cfg, w, kind):
     return out, seen
 
 
-def pick_weights(cfg, first_seed, variant=lambda w: w, act_block=None):
+def pick_weights(cfg, first_seed, variant=lambda w: w, act_block=None, quantised_prefill=False):
     """The first seed from `first_seed` whose greedy run is a usable test: every step's top-1 logit
     at least 0.01 above the runner-up (so float32 rounding cannot flip it) and at least 8 distinct
     tokens (not a loop on one token). Deterministic: the same seed is found on every run."""
     for seed in range(first_seed, first_seed + 100):
         w = make_weights(cfg, seed)
-        g = goldens(cfg, variant(w), act_block)
+        g = goldens(cfg, variant(w), act_block, quantised_prefill)
         if g["min_greedy_gap"] >= 0.01 and len(set(g["greedy"])) >= 8:
             return w
     raise SystemExit("no usable seed")
@@ -578,8 +581,11 @@ def write_hf_folder(folder, cfg, w):
 
 
 def main():
+    only = set(sys.argv[1:])  # case names to rewrite; all when empty
     OUT.mkdir(exist_ok=True)
     for index, (name, cfg) in enumerate(CASES.items()):
+        if only and name not in only:
+            continue
         case = OUT / name
         case.mkdir(exist_ok=True)
         w = pick_weights(cfg, 1000 + 100 * index)
@@ -595,12 +601,14 @@ def main():
         print(name, "min greedy gaps:", {k: round(golden[k]["min_greedy_gap"], 5) for k in ("f32", "bf16", "q8_0")},
               "distinct greedy tokens:", len(set(golden["f32"]["greedy"])))
 
+    if only and "qwen3_q4_k" not in only:
+        return
     case = OUT / "qwen3_q4_k"
     case.mkdir(exist_ok=True)
-    w = pick_weights(Q4K_CASE, 2000, lambda w: gguf_tensors(Q4K_CASE, w, "q4_k")[1], 256)
+    w = pick_weights(Q4K_CASE, 2000, lambda w: gguf_tensors(Q4K_CASE, w, "q4_k")[1], 256, quantised_prefill=True)
     q4_tensors, q4_seen = gguf_tensors(Q4K_CASE, w, "q4_k")
     write_gguf(case / "q4_k.gguf", gguf_metadata(Q4K_CASE), q4_tensors)
-    golden = {"q4_k": goldens(Q4K_CASE, q4_seen, 256)}
+    golden = {"q4_k": goldens(Q4K_CASE, q4_seen, 256, quantised_prefill=True)}
     write_goldens(case, golden)
     print("qwen3_q4_k min greedy gap:", round(golden["q4_k"]["min_greedy_gap"], 5), "distinct greedy tokens:", len(set(golden["q4_k"]["greedy"])))
 

@@ -228,6 +228,53 @@ float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
     return hsum(_mm256_sub_ps(acc, acc_min));
 }
 
+// Q4_K rows times four tokens' int8 activations. Per 32-value sub-block the codes (0..15, the
+// unsigned operand maddubs wants) meet each token's activations, weighted by the sub-block's
+// scale through madd; the integer sums of a (row, token) pair go to float once per super-block,
+// with the mins' term (min x the activations' 16-value sums) taken off there. One row at a time
+// keeps the four token accumulators and the row's operands in registers; the activations are
+// read from L1 by each row.
+void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* const* rows, const ActBlock256* const* acts, float* result) {
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    for (int r = 0; r < kQ4kTileRows; ++r) {
+        U8 p = reinterpret_cast<U8>(rows[r]);
+        __m256 facc[kQ4kTileTokens];
+        for (__m256& v : facc) v = _mm256_setzero_ps();
+        for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ4_KBytes) {
+            alignas(8) uint8_t sc[8], m[8];
+            blocks::k4_scales_mins(p + 4, sc, m);
+            __m256i acc[kQ4kTileTokens];
+            for (__m256i& v : acc) v = _mm256_setzero_si256();
+            // Not unrolled: GCC would otherwise schedule all 32 products first and spill them.
+#pragma GCC unroll 1
+            for (int c = 0; c < 4; ++c) {
+                const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
+                const __m256i lo = _mm256_and_si256(bytes, low4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+                const __m256i scale_lo = _mm256_set1_epi16(sc[2 * c]), scale_hi = _mm256_set1_epi16(sc[2 * c + 1]);
+                for (int t = 0; t < kQ4kTileTokens; ++t) {
+                    const int8_t* q = acts[t][b].q + 64 * c;
+                    const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+                    const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32));
+                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), scale_lo));
+                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), scale_hi));
+                }
+            }
+            const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+            const __m256i mins_per_16 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
+            const float d = half(p), dmin = half(p + 2);
+            for (int t = 0; t < kQ4kTileTokens; ++t) {
+                const ActBlock256& a = acts[t][b];
+                const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
+                const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins_per_16));
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+                facc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * a.d), mins, facc[t]);
+            }
+        }
+        for (int t = 0; t < kQ4kTileTokens; ++t) result[t * kQ4kTileRows + r] = hsum(facc[t]);
+    }
+}
+
 float dot_q6_k_avx2(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock256*>(a);
     auto* p = reinterpret_cast<U8>(w);
@@ -393,6 +440,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_q8_0 = dot_q8_0_avx2;
     table.dot_q4_0 = dot_q4_0_avx2;
     table.dot_q4_k = dot_q4_k_avx2;
+    table.gemm_q4_k_tile = gemm_q4_k_tile_avx2;
     table.dot_q6_k = dot_q6_k_avx2;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;
