@@ -347,19 +347,39 @@ void kv_dot_avx512(const float* q, const std::byte* rows, int64_t stride, int64_
     const __mmask16 rem_mask = tail_mask(rem);
     const __m512 q_tail = _mm512_maskz_loadu_ps(rem_mask, q + full);
     int64_t j = 0;
-    for (; j + 4 <= count; j += 4) {  // four keys at once: four independent FMA chains share each q load
+    // Four keys at once, each summed in two halves (even and odd 16-value steps): eight
+    // independent FMA chains, enough to cover the FMA latency on two ports, share each q load.
+    const int64_t pairs = dim & ~int64_t{31};
+    for (; j + 4 <= count; j += 4) {
         const std::byte* r0 = rows + j * stride;
         const std::byte* r1 = r0 + stride;
         const std::byte* r2 = r1 + stride;
         const std::byte* r3 = r2 + stride;
         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-        for (int64_t i = 0; i < full; i += 16) {
-            const __m512 qv = _mm512_loadu_ps(q + i);
-            a0 = _mm512_fmadd_ps(qv, kv_load16<T>(r0, i), a0);
-            a1 = _mm512_fmadd_ps(qv, kv_load16<T>(r1, i), a1);
-            a2 = _mm512_fmadd_ps(qv, kv_load16<T>(r2, i), a2);
-            a3 = _mm512_fmadd_ps(qv, kv_load16<T>(r3, i), a3);
+        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i < pairs; i += 32) {
+            const __m512 qa = _mm512_loadu_ps(q + i), qb = _mm512_loadu_ps(q + i + 16);
+            a0 = _mm512_fmadd_ps(qa, kv_load16<T>(r0, i), a0);
+            a1 = _mm512_fmadd_ps(qa, kv_load16<T>(r1, i), a1);
+            a2 = _mm512_fmadd_ps(qa, kv_load16<T>(r2, i), a2);
+            a3 = _mm512_fmadd_ps(qa, kv_load16<T>(r3, i), a3);
+            b0 = _mm512_fmadd_ps(qb, kv_load16<T>(r0, i + 16), b0);
+            b1 = _mm512_fmadd_ps(qb, kv_load16<T>(r1, i + 16), b1);
+            b2 = _mm512_fmadd_ps(qb, kv_load16<T>(r2, i + 16), b2);
+            b3 = _mm512_fmadd_ps(qb, kv_load16<T>(r3, i + 16), b3);
         }
+        if (i < full) {
+            const __m512 qa = _mm512_loadu_ps(q + i);
+            a0 = _mm512_fmadd_ps(qa, kv_load16<T>(r0, i), a0);
+            a1 = _mm512_fmadd_ps(qa, kv_load16<T>(r1, i), a1);
+            a2 = _mm512_fmadd_ps(qa, kv_load16<T>(r2, i), a2);
+            a3 = _mm512_fmadd_ps(qa, kv_load16<T>(r3, i), a3);
+        }
+        a0 = _mm512_add_ps(a0, b0);
+        a1 = _mm512_add_ps(a1, b1);
+        a2 = _mm512_add_ps(a2, b2);
+        a3 = _mm512_add_ps(a3, b3);
         if (rem) {
             a0 = _mm512_fmadd_ps(q_tail, kv_load<T>(r0, full, rem_mask), a0);
             a1 = _mm512_fmadd_ps(q_tail, kv_load<T>(r1, full, rem_mask), a1);
@@ -383,6 +403,16 @@ void kv_dot_avx512(const float* q, const std::byte* rows, int64_t stride, int64_
 template <int T>
 void kv_axpy_avx512(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* acc) {
     int64_t i = 0;
+    for (; i + 128 <= dim; i += 128) {  // 128 values of acc in registers over all keys: eight FMA chains
+        __m512 c[8];
+        for (int u = 0; u < 8; ++u) c[u] = _mm512_loadu_ps(acc + i + 16 * u);
+        for (int64_t j = 0; j < count; ++j) {
+            const __m512 w = _mm512_set1_ps(weights[j]);
+            const std::byte* r = rows + j * stride;
+            for (int u = 0; u < 8; ++u) c[u] = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 16 * u), c[u]);
+        }
+        for (int u = 0; u < 8; ++u) _mm512_storeu_ps(acc + i + 16 * u, c[u]);
+    }
     for (; i + 64 <= dim; i += 64) {  // 64 values of acc stay in registers over all keys
         __m512 c0 = _mm512_loadu_ps(acc + i), c1 = _mm512_loadu_ps(acc + i + 16);
         __m512 c2 = _mm512_loadu_ps(acc + i + 32), c3 = _mm512_loadu_ps(acc + i + 48);
