@@ -194,7 +194,7 @@ MatmulTable scalar_table() {
     return {quantize_blocks32_scalar, quantize_blocks256_scalar, dot_f32_scalar,  dot_f16_scalar,   dot_bf16_scalar,
             dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
-            nullptr};
+            nullptr,                  false};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
@@ -208,6 +208,7 @@ void check_supported(const WeightMatrix& w) {
 struct PackedActivations {
     std::vector<ActBlock32> blocks32;
     std::vector<ActBlock256> blocks256;
+    std::vector<float> even_odd;
     const float* f32 = nullptr;
     int64_t cols = 0;
 
@@ -215,11 +216,22 @@ struct PackedActivations {
         switch (format) {
             case ActivationFormat::Q8Blocks32: return blocks32.data() + t * (cols / 32);
             case ActivationFormat::Q8Blocks256: return blocks256.data() + t * (cols / 256);
+            case ActivationFormat::F32EvenOdd16: return even_odd.data() + t * cols;
             case ActivationFormat::F32: break;
         }
         return f32 + t * cols;
     }
 };
+
+void to_even_odd16(const float* x, float* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 8; ++j) {
+            out[i + j] = x[i + 2 * j];
+            out[i + 8 + j] = x[i + 2 * j + 1];
+        }
+    std::copy(x + i, x + n, out + i);
+}
 
 }  // namespace
 
@@ -320,22 +332,29 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
     PackedActivations& act = scratch;
     act.cols = cols;
     act.f32 = x;
-    bool need32 = false, need256 = false;
+    bool need32 = false, need256 = false, need_even_odd = false;
     int64_t units = 0;
     for (size_t i = 0; i < targets.size(); ++i) {
         const WeightMatrix& w = *targets[i].w;
         check_supported(w);
         if (w.cols != cols) throw Error("matmul", "matrices sharing an input must have the same number of columns");
         const RowDot dot = row_dot(table, w.dtype);
-        const ActivationFormat format = dot ? activation_format(w.dtype) : ActivationFormat::F32;
+        const ActivationFormat format = !dot                                           ? ActivationFormat::F32
+                                        : w.dtype == DType::BF16 && table.bf16_even_odd ? ActivationFormat::F32EvenOdd16
+                                                                                        : activation_format(w.dtype);
         need32 |= format == ActivationFormat::Q8Blocks32;
         need256 |= format == ActivationFormat::Q8Blocks256;
+        need_even_odd |= format == ActivationFormat::F32EvenOdd16;
         parts[i] = {&w, targets[i].y, dot, format, units};
         units += (w.rows + kRowGranule - 1) / kRowGranule;
     }
     if (need32) {
         act.blocks32.resize(static_cast<size_t>(tokens * (cols / 32)));
         for (int64_t t = 0; t < tokens; ++t) table.quantize_blocks32(x + t * cols, act.blocks32.data() + t * (cols / 32), cols);
+    }
+    if (need_even_odd) {
+        act.even_odd.resize(static_cast<size_t>(tokens * cols));
+        for (int64_t t = 0; t < tokens; ++t) to_even_odd16(x + t * cols, act.even_odd.data() + t * cols, cols);
     }
     if (need256) {
         act.blocks256.resize(static_cast<size_t>(tokens * (cols / 256)));

@@ -27,7 +27,10 @@ struct ActBlock256 {
     int8_t q[256];
 };
 
-enum class ActivationFormat { F32, Q8Blocks32, Q8Blocks256 };
+// F32EvenOdd16: f32 values with each full group of 16 stored evens first, then odds (x0, x2, ..,
+// x14, x1, x3, .., x15); a last partial group stays in order. bf16 weights read two values per
+// 32-bit lane, so on levels that say so (bf16_even_odd) they meet their activations this way.
+enum class ActivationFormat { F32, F32EvenOdd16, Q8Blocks32, Q8Blocks256 };
 
 // Which activation format the direct dot kernel of a weight type reads, if it has one.
 bool has_direct_dot(DType type);
@@ -75,6 +78,8 @@ struct MatmulTable {
     // result[t * kQ4kTileRows + r] = dot_q4_k(rows[r], acts[t]), up to float summation order.
     // nullptr where the level has none: gemm then takes the row dots, with the same arithmetic.
     void (*gemm_q4_k_tile)(int64_t blocks, const std::byte* const* rows, const ActBlock256* const* acts, float* result);
+    // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.
+    bool bf16_even_odd;
 };
 constexpr int kQ4kTileRows = 2;
 constexpr int kQ4kTileTokens = 4;

@@ -134,27 +134,50 @@ inline __m256 load8_half(U8 p) {
     else return _mm256_cvtph_ps(bits);
 }
 
-template <bool kBf16>
-float dot_16bit_avx2(int64_t n, const std::byte* w, const void* a) {
+float dot_f16_avx2(int64_t n, const std::byte* w, const void* a) {
     auto* p = reinterpret_cast<U8>(w);
     const auto* af = static_cast<const float*>(a);
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         prefetch_weights(p + 2 * i);
-        for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(load8_half<kBf16>(p + 2 * (i + 8 * j)), _mm256_loadu_ps(af + i + 8 * j), acc[j]);
+        for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(load8_half<false>(p + 2 * (i + 8 * j)), _mm256_loadu_ps(af + i + 8 * j), acc[j]);
     }
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_half<kBf16>(p + 2 * i), _mm256_loadu_ps(af + i), acc[0]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_half<false>(p + 2 * i), _mm256_loadu_ps(af + i), acc[0]);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) sum += _cvtsh_ss(blocks::load_u16(p + 2 * i)) * af[i];
+    return sum;
+}
+
+// bf16 weights against ActivationFormat::F32EvenOdd16 activations: each 32-bit lane of a weight
+// load holds values 2j (low half) and 2j+1 (high half), which become floats by a shift and a
+// mask. Half the instructions of widening 8 values at a time, which kept bf16 GEMV below the
+// memory bandwidth of a core.
+float dot_bf16_even_odd_avx2(int64_t n, const std::byte* w, const void* a) {
+    auto* p = reinterpret_cast<U8>(w);
+    const auto* af = static_cast<const float*>(a);
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const auto step = [&](int64_t i, __m256& even_acc, __m256& odd_acc) {
+        const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i));
+        even_acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(bits, 16)), _mm256_loadu_ps(af + i), even_acc);
+        odd_acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(bits, high)), _mm256_loadu_ps(af + i + 8), odd_acc);
+    };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        prefetch_weights(p + 2 * i);
+        step(i, acc[0], acc[1]);
+        step(i + 16, acc[2], acc[3]);
+    }
+    if (i + 16 <= n) {
+        step(i, acc[0], acc[1]);
+        i += 16;
+    }
     float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; ++i) {
-        const uint16_t bits = blocks::load_u16(p + 2 * i);
+        const uint32_t wide = static_cast<uint32_t>(blocks::load_u16(p + 2 * i)) << 16;
         float value;
-        if constexpr (kBf16) {
-            const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-            __builtin_memcpy(&value, &wide, 4);
-        } else {
-            value = _cvtsh_ss(bits);
-        }
+        __builtin_memcpy(&value, &wide, 4);
         sum += value * af[i];
     }
     return sum;
@@ -196,6 +219,17 @@ float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
     return hsum(acc) - offset;
 }
 
+// The eight 6-bit sub-block scales of a Q4_K block as int16 in both 128-bit lanes, and one of
+// them broadcast to all sixteen int16 lanes by a byte shuffle (one instruction, where a broadcast
+// from memory takes three).
+inline __m256i k4_scale_words(const uint8_t* sc) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+}
+template <int kSubBlock>
+inline __m256i k4_scale(__m256i words) {
+    return _mm256_shuffle_epi8(words, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * kSubBlock)));
+}
+
 float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock256*>(a);
     auto* p = reinterpret_cast<U8>(w);
@@ -211,17 +245,22 @@ float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
         const __m256i mins_per_16 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));
         const __m256i summ = _mm256_madd_epi16(bsums, mins_per_16);
+        const __m256i scales = k4_scale_words(sc);
         __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {
+        // codes are 0..15, unsigned as maddubs wants; each sub-block weighted by its scale.
+        const auto sub_blocks = [&](int c, __m256i scale_lo, __m256i scale_hi) {
             const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
             const __m256i lo = _mm256_and_si256(bytes, low4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
             const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 64 * c));
             const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 64 * c + 32));
-            // codes are 0..15, unsigned as maddubs wants; weight each sub-block by its scale.
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_set1_epi16(sc[2 * c])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), _mm256_set1_epi16(sc[2 * c + 1])));
-        }
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), scale_lo));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), scale_hi));
+        };
+        sub_blocks(0, k4_scale<0>(scales), k4_scale<1>(scales));
+        sub_blocks(1, k4_scale<2>(scales), k4_scale<3>(scales));
+        sub_blocks(2, k4_scale<4>(scales), k4_scale<5>(scales));
+        sub_blocks(3, k4_scale<6>(scales), k4_scale<7>(scales));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(p) * act[b].d), _mm256_cvtepi32_ps(sumi), acc);
         acc_min = _mm256_fmadd_ps(_mm256_set1_ps(half(p + 2) * act[b].d), _mm256_cvtepi32_ps(summ), acc_min);
     }
@@ -245,13 +284,19 @@ void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* const* rows, const Act
             blocks::k4_scales_mins(p + 4, sc, m);
             __m256i acc[kQ4kTileTokens];
             for (__m256i& v : acc) v = _mm256_setzero_si256();
+            const __m256i scales = k4_scale_words(sc);
+            // Each sub-block's scale broadcast by a byte shuffle: words 2c and 2c+1 of `scales`.
+            const __m256i next_pair = _mm256_set1_epi16(0x0404);
+            __m256i pick_lo = _mm256_set1_epi16(0x0100), pick_hi = _mm256_set1_epi16(0x0302);
             // Not unrolled: GCC would otherwise schedule all 32 products first and spill them.
 #pragma GCC unroll 1
             for (int c = 0; c < 4; ++c) {
                 const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
                 const __m256i lo = _mm256_and_si256(bytes, low4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-                const __m256i scale_lo = _mm256_set1_epi16(sc[2 * c]), scale_hi = _mm256_set1_epi16(sc[2 * c + 1]);
+                const __m256i scale_lo = _mm256_shuffle_epi8(scales, pick_lo), scale_hi = _mm256_shuffle_epi8(scales, pick_hi);
+                pick_lo = _mm256_add_epi8(pick_lo, next_pair);
+                pick_hi = _mm256_add_epi8(pick_hi, next_pair);
                 for (int t = 0; t < kQ4kTileTokens; ++t) {
                     const int8_t* q = acts[t][b].q + 64 * c;
                     const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
@@ -435,8 +480,9 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.quantize_blocks32 = quantize_blocks32_avx2;
     table.quantize_blocks256 = quantize_blocks256_avx2;
     table.dot_f32 = dot_f32_avx2;
-    table.dot_f16 = dot_16bit_avx2<false>;
-    table.dot_bf16 = dot_16bit_avx2<true>;
+    table.dot_f16 = dot_f16_avx2;
+    table.dot_bf16 = dot_bf16_even_odd_avx2;
+    table.bf16_even_odd = true;
     table.dot_q8_0 = dot_q8_0_avx2;
     table.dot_q4_0 = dot_q4_0_avx2;
     table.dot_q4_k = dot_q4_k_avx2;

@@ -140,6 +140,7 @@ void fill_matmul_avx512(MatmulTable& table) {
     table.dot_f32 = dot_f32_avx512;
     table.dot_f16 = dot_16bit_avx512<false>;
     table.dot_bf16 = dot_16bit_avx512<true>;
+    table.bf16_even_odd = false;
     table.gemm_tile = gemm_tile_avx512;
     table.read_sum = read_sum_avx512;
     table.peak_flops_probe = peak_flops_probe_avx512;
