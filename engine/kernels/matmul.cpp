@@ -441,8 +441,8 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
 
 // Q4_K prefill as llama.cpp computes it: activations quantised to int8 per 256 values (the GEMV's
 // format) and integer products, which on AVX2 run about twice the rate of float FMAs. Each thread
-// takes blocks of kRowBlock rows; for each group of tokens (whose activations then stay in L1) it
-// runs the tile kernel over every pair of rows of the block, whose weights stay in L1/L2.
+// takes blocks of kRowBlock rows; for each group of tokens (whose activations then stay in L1) the
+// tile kernel runs over the rows of the block, whose weights stay in L1/L2.
 void gemm_q4_k(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     if (!table.gemm_q4_k_tile) {  // the same arithmetic through the row dots
         gemv_with(table, w, x, tokens, y, pool);
@@ -461,15 +461,8 @@ void gemm_q4_k(const MatmulTable& table, const WeightMatrix& w, const float* x, 
                 const int64_t valid_tokens = std::min<int64_t>(kQ4kTileTokens, tokens - t0);
                 const ActBlock256* acts[kQ4kTileTokens];
                 for (int i = 0; i < kQ4kTileTokens; ++i) acts[i] = act.data() + (t0 + std::min<int64_t>(i, valid_tokens - 1)) * blocks;
-                for (int64_t r0 = block; r0 < block_end; r0 += kQ4kTileRows) {
-                    const int64_t valid_rows = std::min<int64_t>(kQ4kTileRows, block_end - r0);
-                    const std::byte* rows[kQ4kTileRows];
-                    for (int j = 0; j < kQ4kTileRows; ++j) rows[j] = w.data + (r0 + std::min<int64_t>(j, valid_rows - 1)) * w.row_bytes;
-                    float result[kQ4kTileTokens * kQ4kTileRows];
-                    table.gemm_q4_k_tile(blocks, rows, acts, result);
-                    for (int64_t i = 0; i < valid_tokens; ++i)
-                        for (int64_t j = 0; j < valid_rows; ++j) y[(t0 + i) * w.rows + r0 + j] = result[i * kQ4kTileRows + j];
-                }
+                table.gemm_q4_k_tile(blocks, w.data + block * w.row_bytes, w.row_bytes, block_end - block, acts,
+                                     static_cast<int>(valid_tokens), y + t0 * w.rows + block, w.rows);
             }
         }
     });

@@ -287,9 +287,15 @@ private:
         resize(router_, n * experts);
         kernels::matmul(layer.router, x, n, router_.data(), pool_);
         kernels::softmax(router_.data(), n, experts);
-        std::vector<std::vector<std::pair<int64_t, float>>> routed(static_cast<size_t>(experts));  // (token, weight)
-        std::vector<int32_t> ids(static_cast<size_t>(k));
-        std::vector<float> weights(static_cast<size_t>(k));
+        // Scratch kept between calls (decoding routes every token of every layer): per expert its
+        // (token, weight) pairs.
+        std::vector<std::vector<std::pair<int64_t, float>>>& routed = routed_;
+        routed.resize(static_cast<size_t>(experts));
+        for (auto& tokens : routed) tokens.clear();
+        std::vector<int32_t>& ids = top_ids_;
+        std::vector<float>& weights = top_weights_;
+        ids.resize(static_cast<size_t>(k));
+        weights.resize(static_cast<size_t>(k));
         for (int64_t t = 0; t < n; ++t) {
             kernels::top_k(router_.data() + t * experts, experts, k, ids.data(), weights.data());
             float sum = 0.0f;
@@ -329,6 +335,9 @@ private:
     // Scratch, grown to the largest chunk seen.
     std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_, gate_, up_, router_, expert_in_, expert_out_;
     std::vector<int64_t> positions_;
+    std::vector<std::vector<std::pair<int64_t, float>>> routed_;
+    std::vector<int32_t> top_ids_;
+    std::vector<float> top_weights_;
 };
 
 }  // namespace

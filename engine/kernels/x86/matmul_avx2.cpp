@@ -273,10 +273,12 @@ float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
 // with the mins' term (min x the activations' 16-value sums) taken off there. One row at a time
 // keeps the four token accumulators and the row's operands in registers; the activations are
 // read from L1 by each row.
-void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* const* rows, const ActBlock256* const* acts, float* result) {
+void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
+                         int valid_tokens, float* y, int64_t ldy) {
+    static_assert(kQ4kTileTokens == 4, "four token accumulators");
     const __m256i low4 = _mm256_set1_epi8(0xF);
-    for (int r = 0; r < kQ4kTileRows; ++r) {
-        U8 p = reinterpret_cast<U8>(rows[r]);
+    for (int64_t r = 0; r < rows; ++r) {
+        U8 p = reinterpret_cast<U8>(w) + r * row_bytes;
         __m256 facc[kQ4kTileTokens];
         for (__m256& v : facc) v = _mm256_setzero_ps();
         for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ4_KBytes) {
@@ -316,7 +318,11 @@ void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* const* rows, const Act
                 facc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * a.d), mins, facc[t]);
             }
         }
-        for (int t = 0; t < kQ4kTileTokens; ++t) result[t * kQ4kTileRows + r] = hsum(facc[t]);
+        // The four horizontal sums at once.
+        const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
+        alignas(16) float sums[4];
+        _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
+        for (int t = 0; t < valid_tokens; ++t) y[t * ldy + r] = sums[t];
     }
 }
 
