@@ -22,6 +22,7 @@ namespace {
 struct Measurement {
     std::string test;
     double mean = 0, stddev = 0;
+    std::vector<double> samples;  // tokens/s of each timed run, as llama-bench's samples_ts
 };
 
 Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<void()>& run) {
@@ -32,7 +33,9 @@ Measurement measure(const std::string& test, int repetitions, int64_t tokens, co
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (r > 0) rates.push_back(static_cast<double>(tokens) / seconds);  // run 0 warms up
     }
-    Measurement m{test};
+    Measurement m;
+    m.test = test;
+    m.samples = rates;
     for (double x : rates) m.mean += x / static_cast<double>(rates.size());
     for (double x : rates) m.stddev += (x - m.mean) * (x - m.mean);
     m.stddev = rates.size() > 1 ? std::sqrt(m.stddev / static_cast<double>(rates.size() - 1)) : 0.0;
@@ -71,8 +74,8 @@ int run_model_bench(const Args& args) {
     if (args.flag("json")) {
         nlohmann::json out = nlohmann::json::array();
         for (const Measurement& m : results)
-            out.push_back({{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"threads", model->threads()},
-                           {"model_bytes", model->weight_bytes()}, {"type", type}});
+            out.push_back({{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"samples_ts", m.samples},
+                           {"threads", model->threads()}, {"model_bytes", model->weight_bytes()}, {"type", type}});
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }

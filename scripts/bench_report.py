@@ -35,11 +35,20 @@ def load_json(path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Results of the two tools, as {test name: {"mean", "sd", "n", "min", "max"}}
+# Results of the two tools, as {test name: {"mean", "sd", "median", "min", "max"}}; the
+# median and range come from the per-run samples both tools report (samples_ts).
+
+
+def summary(mean, sd, samples):
+    return {"mean": mean, "sd": sd,
+            "median": statistics.median(samples) if samples else mean,
+            "min": min(samples) if samples else mean,
+            "max": max(samples) if samples else mean}
 
 
 def ox_results(paths):
-    """oxinfer bench --json: a list of {test, tok_s (mean), stddev, threads, model_bytes, type}."""
+    """oxinfer bench --json: a list of {test, tok_s (mean), stddev, samples_ts, threads,
+    model_bytes, type}."""
     tests, model_bytes, wtype, threads = {}, None, None, None
     for path in paths:
         data = load_json(path)
@@ -47,7 +56,8 @@ def ox_results(paths):
             fail(f"{path}: expected a JSON list from oxinfer bench --json")
         for row in data:
             try:
-                tests[row["test"]] = {"mean": float(row["tok_s"]), "sd": float(row["stddev"])}
+                tests[row["test"]] = summary(float(row["tok_s"]), float(row["stddev"]),
+                                             [float(x) for x in row.get("samples_ts", [])])
                 model_bytes = int(row["model_bytes"])
                 wtype = row["type"]
                 threads = int(row["threads"])
@@ -75,11 +85,8 @@ def llama_results(path):
                 name = f"tg{n_gen}"
             else:
                 name = f"pp{n_prompt}+tg{n_gen}"
-            samples = [float(x) for x in row.get("samples_ts", [])]
-            tests[name] = {"mean": float(row["avg_ts"]), "sd": float(row["stddev_ts"]),
-                           "min": min(samples) if samples else None,
-                           "max": max(samples) if samples else None,
-                           "median": statistics.median(samples) if samples else None}
+            tests[name] = summary(float(row["avg_ts"]), float(row["stddev_ts"]),
+                                  [float(x) for x in row.get("samples_ts", [])])
             model_size = int(row["model_size"])
         except (KeyError, TypeError, ValueError) as e:
             fail(f"{path}: unexpected llama-bench row ({e})")
@@ -139,7 +146,8 @@ def fmt_rate(x):
 
 
 def fmt_ms(r):
-    return f"{fmt_rate(r['mean'])} ± {fmt_rate(r['sd'])}"
+    """Median and range: 'median (min-max)'."""
+    return f"{fmt_rate(r['median'])} ({fmt_rate(r['min'])}-{fmt_rate(r['max'])})"
 
 
 def fmt_count(n):
@@ -311,8 +319,8 @@ def build(args):
 
     w("## Against the bounds")
     w("")
-    w("Tokens/s are mean ± sample standard deviation over the repetitions (what `oxinfer bench "
-      "--json` reports); each \"of bound\" cell is the share of the bound and the bound itself.")
+    w("Tokens/s are the median of the repetitions with their range (min-max); ratios and "
+      "shares are of medians; each \"of bound\" cell is the share of the bound and the bound itself.")
     w("")
     labels = []
     for r in rows:
@@ -337,24 +345,21 @@ def build(args):
             for t in tests:
                 res, bound = r["ox"].get(t), r["bounds"].get(t)
                 cells.append(fmt_ms(res) if res else "–")
-                cells.append(f"{fmt_pct(res['mean'] / bound)} of {fmt_rate(bound)}"
+                cells.append(f"{fmt_pct(res['median'] / bound)} of {fmt_rate(bound)}"
                              if res and bound else "–")
             w("| " + " | ".join(cells) + " |")
         w("")
         if have_llama and any(r["llama"] for r in group):
-            w("| type | test | oxinfer tok/s | llama.cpp tok/s | llama.cpp median (min-max) "
-              "| oxinfer / llama.cpp | llama.cpp of bound |")
-            w("|" + " --- |" * 7)
+            w("| type | test | oxinfer tok/s | llama.cpp tok/s | oxinfer / llama.cpp | llama.cpp of bound |")
+            w("|" + " --- |" * 6)
             for r in group:
                 for t in tests:
                     o, l, bound = r["ox"].get(t), r["llama"].get(t), r["bounds"].get(t)
                     if not o or not l:
                         continue
-                    spread = (f"{fmt_rate(l['median'])} ({fmt_rate(l['min'])}-{fmt_rate(l['max'])})"
-                              if l["median"] is not None else "–")
-                    w(f"| {r['type']} | {t} | {fmt_ms(o)} | {fmt_ms(l)} | {spread} | "
-                      f"{o['mean'] / l['mean']:.2f} | "
-                      f"{fmt_pct(l['mean'] / bound) if bound else '–'} |")
+                    w(f"| {r['type']} | {t} | {fmt_ms(o)} | {fmt_ms(l)} | "
+                      f"{o['median'] / l['median']:.2f} | "
+                      f"{fmt_pct(l['median'] / bound) if bound else '–'} |")
             w("")
 
     bw_runs = " / ".join(f"{k['bandwidth_gbs']:.1f}" for k in kernel_runs)
@@ -402,22 +407,23 @@ def build(args):
       "are not counted, so the bound is a little optimistic for long prompts; the FMA peak is "
       "fp32 FMA; GEMMs built on bf16 or int8 dot-product instructions (`vdpbf16ps`, `vpdpbusd`) "
       "could exceed it where the CPU has them.")
-    w("- Spread: oxinfer reports mean ± standard deviation only; llama-bench's per-run samples "
-      "give the median and range.")
+    w("- Spread: both tools report each timed run (`samples_ts`); the tables give their median "
+      "and range, the chart the median with the range as error bars.")
     w("")
     text = "\n".join(out)
     with open(args.report, "w", encoding="utf-8") as f:
         f.write(text)
 
-    # Chart data: one line per model file; per test: oxinfer mean, sd, llama mean, sd, bound.
+    # Chart data: one line per model file; per test: oxinfer median, min, max, llama.cpp median,
+    # min, max, bound.
     with open(os.path.join(args.chart_dir, "chart.dat"), "w", encoding="utf-8") as f:
         for r in rows:
             cols = [f'"{r["label"]}"', f'"{r["type"]}"']
             for t in tests:
                 o, l, b = r["ox"].get(t), r["llama"].get(t), r["bounds"].get(t)
-                cols += [f"{o['mean']:.4f}" if o else "NaN", f"{o['sd']:.4f}" if o else "0",
-                         f"{l['mean']:.4f}" if l else "NaN", f"{l['sd']:.4f}" if l else "0",
-                         f"{b:.4f}" if b else "NaN"]
+                for res in (o, l):
+                    cols += [f"{res[k]:.4f}" for k in ("median", "min", "max")] if res else ["NaN"] * 3
+                cols += [f"{b:.4f}" if b else "NaN"]
             f.write(" ".join(cols) + "\n")
     dat = os.path.join(args.chart_dir, "chart.dat")
     ncat = len(rows)
@@ -441,13 +447,13 @@ def build(args):
         f"{args.date}' font ',12'",
     ]
     for i, t in enumerate(tests):
-        c = 3 + 5 * i
+        c = 3 + 7 * i
         kind = "bandwidth bound" if test_key(t)[0] == 1 else "FMA bound"
         xtic = 'xtic(stringcolumn(1)."\\n".stringcolumn(2))'
-        series = [f"'{dat}' using {c}:{c + 1}:{xtic} title 'oxinfer' lc rgb '#1f77b4'"]
+        series = [f"'{dat}' using {c}:{c + 1}:{c + 2}:{xtic} title 'oxinfer' lc rgb '#1f77b4'"]
         if have_llama:
-            series.append(f"'' using {c + 2}:{c + 3} title 'llama.cpp' lc rgb '#ff7f0e'")
-        series.append(f"'' using {c + 4}:(0) title '{kind}' lc rgb '#bbbbbb' fs pattern 4")
+            series.append(f"'' using {c + 3}:{c + 4}:{c + 5} title 'llama.cpp' lc rgb '#ff7f0e'")
+        series.append(f"'' using {c + 6}:($0*0):($0*0) title '{kind}' lc rgb '#bbbbbb' fs pattern 4")
         gp.append(f"set title '{t}'")
         gp.append("plot " + ", \\\n     ".join(series))
     gp.append("unset multiplot")
