@@ -34,6 +34,32 @@ struct TestMatrix {
     std::vector<float> dequantised;  // rows x cols, exactly as convert_to_f32 gives
 };
 
+// One output's reference in double, and the error bound of each path (see `products`).
+struct Expected {
+    double value, float_bound, quant_bound, bf16_bound;
+};
+Expected expected(const TestMatrix& m, const float* x, int64_t t, int64_t r, int64_t quant_block) {
+    const int64_t cols = m.w.cols;
+    double sum = 0, magnitude = 0, qerr = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+        const double w = m.dequantised[static_cast<size_t>(r * cols + c)];
+        sum += w * x[t * cols + c];
+        magnitude += std::fabs(w * x[t * cols + c]);
+    }
+    if (quant_block)
+        for (int64_t b = 0; b < cols / quant_block; ++b) {
+            double amax = 0, wsum = 0;
+            for (int64_t i = 0; i < quant_block; ++i) {
+                const int64_t c = b * quant_block + i;
+                amax = std::max(amax, std::fabs(double(x[t * cols + c])));
+                wsum += std::fabs(double(m.dequantised[static_cast<size_t>(r * cols + c)]));
+            }
+            qerr += wsum * amax / 127.0 / 2.0;
+        }
+    const double float_bound = static_cast<double>(cols) * std::ldexp(1.0, -23) * magnitude + 1e-30;
+    return {sum, float_bound, qerr * 1.0001 + float_bound, std::ldexp(1.0, -8) * magnitude + float_bound};
+}
+
 TestMatrix make_matrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
     TestMatrix m;
     const DTypeTraits& traits = dtype_traits(type);
@@ -126,26 +152,11 @@ private slots:
                 bf16_bound(reference.size());
             for (int t = 0; t < tokens; ++t)
                 for (int r = 0; r < rows; ++r) {
-                    double sum = 0, magnitude = 0, qerr = 0;
-                    for (int c = 0; c < cols; ++c) {
-                        const double w = m.dequantised[static_cast<size_t>(r * cols + c)];
-                        sum += w * x[static_cast<size_t>(t * cols + c)];
-                        magnitude += std::fabs(w * x[static_cast<size_t>(t * cols + c)]);
-                    }
-                    if (quant_block)
-                        for (int b = 0; b < cols / quant_block; ++b) {
-                            double amax = 0, wsum = 0;
-                            for (int i = 0; i < quant_block; ++i) {
-                                const int c = b * static_cast<int>(quant_block) + i;
-                                amax = std::max(amax, std::fabs(double(x[static_cast<size_t>(t * cols + c)])));
-                                wsum += std::fabs(double(m.dequantised[static_cast<size_t>(r * cols + c)]));
-                            }
-                            qerr += wsum * amax / 127.0 / 2.0;
-                        }
-                    reference[static_cast<size_t>(t * rows + r)] = sum;
-                    float_bound[static_cast<size_t>(t * rows + r)] = cols * std::ldexp(1.0, -23) * magnitude + 1e-30;
-                    quant_bound[static_cast<size_t>(t * rows + r)] = qerr * 1.0001 + float_bound[static_cast<size_t>(t * rows + r)];
-                    bf16_bound[static_cast<size_t>(t * rows + r)] = std::ldexp(1.0, -8) * magnitude + float_bound[static_cast<size_t>(t * rows + r)];
+                    const Expected e = expected(m, x.data(), t, r, quant_block);
+                    reference[static_cast<size_t>(t * rows + r)] = e.value;
+                    float_bound[static_cast<size_t>(t * rows + r)] = e.float_bound;
+                    quant_bound[static_cast<size_t>(t * rows + r)] = e.quant_bound;
+                    bf16_bound[static_cast<size_t>(t * rows + r)] = e.bf16_bound;
                 }
 
             std::vector<float> scalar_gemv;
@@ -201,10 +212,20 @@ private slots:
                     }
                     gemv_many_with(*level.matmul, targets, x.data(), tokens, pool);
                     for (size_t i = 0; i < std::size(matrices); ++i)
-                        for (size_t j = 0; j < fused[i].size(); ++j)
+                        for (size_t j = 0; j < fused[i].size(); ++j) {
+                            // Against the double-precision reference (Q4_K and Q6_K take int8
+                            // activations per 256 values), then bit for bit against the lone GEMV.
+                            const TestMatrix& m = matrices[i];
+                            const int64_t t = static_cast<int64_t>(j) / m.w.rows, r = static_cast<int64_t>(j) % m.w.rows;
+                            const bool int8 = m.w.dtype == DType::Q4_K || m.w.dtype == DType::Q6_K;
+                            const Expected e = expected(m, x.data(), t, r, int8 ? 256 : 0);
+                            QVERIFY2(std::fabs(fused[i][j] - e.value) <= (int8 ? e.quant_bound : e.float_bound),
+                                     qPrintable(QStringLiteral("%1, matrix %2 output %3: %4 vs reference %5")
+                                                    .arg(QString::fromStdString(level.name)).arg(i).arg(j).arg(fused[i][j]).arg(e.value)));
                             QVERIFY2(fused[i][j] == alone[i][j], qPrintable(QStringLiteral("%1, %2 threads, %3 tokens, matrix %4 output %5: %6 vs %7")
                                                                                 .arg(QString::fromStdString(level.name)).arg(threads).arg(tokens)
                                                                                 .arg(i).arg(j).arg(fused[i][j]).arg(alone[i][j])));
+                        }
                 }
         }
         ThreadPool pool(1);
