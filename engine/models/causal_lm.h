@@ -24,7 +24,10 @@ public:
     virtual ~SequenceState() = default;
     virtual int64_t size() const = 0;      // positions processed
     virtual int64_t capacity() const = 0;  // the context length
-    virtual void truncate(int64_t size) = 0;
+    // Goes back to the first `size` positions and returns how many it kept: all of them for KV
+    // caches; recurrent states can only return to positions where they kept a snapshot, so they
+    // may keep fewer (down to 0), and the caller evaluates the tokens after that again.
+    virtual int64_t truncate(int64_t size) = 0;
     virtual uint64_t allocated_bytes() const = 0;
     virtual uint64_t bytes_per_position() const = 0;
 };
@@ -57,5 +60,8 @@ std::unique_ptr<CausalLm> create_causal_lm(const Checkpoint& checkpoint, const T
 // The Llama family (Llama 3, Qwen2, Qwen3, Qwen3-MoE): one implementation with per-architecture switches.
 std::unique_ptr<CausalLm> create_llama_family(const Checkpoint& checkpoint, const TransformerConfig& config,
                                               const ModelLoadSettings& settings, ThreadPool& pool);
+// Qwen3.5: Gated DeltaNet layers interleaved with gated full attention.
+std::unique_ptr<CausalLm> create_qwen35(const Checkpoint& checkpoint, const TransformerConfig& config,
+                                        const ModelLoadSettings& settings, ThreadPool& pool);
 
 }  // namespace oxinfer::models

@@ -13,6 +13,7 @@
 
 #include "models/causal_lm.h"
 #include "models/kv_cache.h"
+#include "models/layers.h"
 #include "models/rope_frequencies.h"
 #include "models/weights.h"
 
@@ -25,7 +26,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <utility>
 
 namespace oxinfer::models {
@@ -39,7 +39,10 @@ public:
         : cache(layers, kv_heads, head_dim, dtype, capacity) {}
     int64_t size() const override { return cache.size(); }
     int64_t capacity() const override { return cache.capacity(); }
-    void truncate(int64_t size) override { cache.truncate(size); }
+    int64_t truncate(int64_t size) override {
+        cache.truncate(size);
+        return cache.size();
+    }
     uint64_t allocated_bytes() const override { return cache.allocated_bytes(); }
     uint64_t bytes_per_position() const override { return cache.bytes_per_position(); }
     KvCache cache;
@@ -174,36 +177,19 @@ private:
         }
     }
 
-    static void resize(std::vector<float>& buffer, int64_t n) {
-        if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
-    }
-
-    // y = x · Wᵀ + b for each (linear, y) pair; the linears share the input x.
-    void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, const float* x, int64_t tokens) {
-        kernels::MatmulTarget targets[kernels::kMaxMatmulTargets];
-        size_t count = 0;
-        for (const auto& [linear, y] : outputs) targets[count++] = {&linear->weight, y};
-        kernels::matmul_many({targets, count}, x, tokens, pool_);
-        for (const auto& [linear, y] : outputs) {
-            if (linear->bias.empty()) continue;
-            const int64_t rows = linear->weight.rows;
-            for (int64_t t = 0; t < tokens; ++t) kernels::add(y + t * rows, linear->bias.data(), y + t * rows, rows);
-        }
-    }
-
     void forward_chunk(const int32_t* tokens, int64_t n, KvCache& cache, float* logits, bool all_positions) {
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size, hd = c.head_dim, heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
         const int64_t first = cache.size();
         const float eps = static_cast<float>(c.rms_norm_eps);
         cache.reserve(first + n);
-        resize(x_, n * hidden);
-        resize(normed_, n * hidden);
-        resize(q_, n * heads * hd);
-        resize(k_, n * kv_heads * hd);
-        resize(v_, n * kv_heads * hd);
-        resize(attn_, n * heads * hd);
-        resize(residual_, n * hidden);
+        grow(x_, n * hidden);
+        grow(normed_, n * hidden);
+        grow(q_, n * heads * hd);
+        grow(k_, n * kv_heads * hd);
+        grow(v_, n * kv_heads * hd);
+        grow(attn_, n * heads * hd);
+        grow(residual_, n * hidden);
         positions_.resize(static_cast<size_t>(n));
         for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
 
@@ -222,7 +208,7 @@ private:
             kernels::rms_norm(x_.data(), layer.attn_norm.data(), normed_.data(), n, hidden, eps);
             {
                 profiler::Scope scope("qkv");
-                project({{&layer.q, q_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n);
+                project({{&layer.q, q_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n, pool_);
             }
             if (qk_norm_) {
                 kernels::rms_norm(q_.data(), layer.q_norm.data(), q_.data(), n * heads, hd, eps);
@@ -238,13 +224,13 @@ private:
             }
             {
                 profiler::Scope scope("attn_output");
-                project({{&layer.o, residual_.data()}}, attn_.data(), n);
+                project({{&layer.o, residual_.data()}}, attn_.data(), n, pool_);
             }
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
             kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
             if (layer.experts.empty()) {
                 profiler::Scope scope("mlp");
-                mlp(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data());
+                swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(), feed_forward_, pool_);
             } else {
                 profiler::Scope scope("moe");
                 moe(layer, normed_.data(), n, residual_.data());
@@ -260,31 +246,13 @@ private:
         kernels::matmul(lm_head_, normed_.data(), rows, logits, pool_);
     }
 
-    // `force_gemm`: an expert's share of a prefill chunk may be a few tokens; it takes the GEMM
-    // path anyway, so that a prefill's arithmetic (float32 activations) does not depend on routing.
-    void mlp(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* x, int64_t n, float* out,
-             bool force_gemm = false) {
-        const int64_t inter = gate.rows;
-        resize(gate_, n * inter);
-        resize(up_, n * inter);
-        if (force_gemm) {
-            kernels::gemm(gate, x, n, gate_.data(), pool_);
-            kernels::gemm(up, x, n, up_.data(), pool_);
-        } else {
-            const kernels::MatmulTarget targets[] = {{&gate, gate_.data()}, {&up, up_.data()}};
-            kernels::matmul_many(targets, x, n, pool_);
-        }
-        kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * inter);
-        (force_gemm ? kernels::gemm : kernels::matmul)(down, gate_.data(), n, out, pool_);
-    }
-
     // Qwen3MoeSparseMoeBlock: softmax over all experts' router logits (float32), the top k kept,
     // renormalised to sum 1 when norm_topk_prob, and the chosen experts' outputs added with those
     // weights. Tokens are grouped by expert so that each expert's matrices are read once.
     void moe(const Layer& layer, const float* x, int64_t n, float* out) {
         const TransformerConfig& c = config_;
         const int64_t experts = c.num_experts, k = c.num_experts_per_token, hidden = c.hidden_size;
-        resize(router_, n * experts);
+        grow(router_, n * experts);
         kernels::matmul(layer.router, x, n, router_.data(), pool_);
         kernels::softmax(router_.data(), n, experts);
         // Scratch kept between calls (decoding routes every token of every layer): per expert its
@@ -304,8 +272,8 @@ private:
                 routed[static_cast<size_t>(ids[static_cast<size_t>(j)])].push_back({t, norm_topk_prob_ ? weights[static_cast<size_t>(j)] / sum : weights[static_cast<size_t>(j)]});
         }
         std::fill(out, out + n * hidden, 0.0f);
-        resize(expert_in_, n * hidden);
-        resize(expert_out_, n * hidden);
+        grow(expert_in_, n * hidden);
+        grow(expert_out_, n * hidden);
         for (int64_t e = 0; e < experts; ++e) {
             const auto& tokens = routed[static_cast<size_t>(e)];
             if (tokens.empty()) continue;
@@ -313,7 +281,9 @@ private:
             for (int64_t i = 0; i < m; ++i)
                 std::copy_n(x + tokens[static_cast<size_t>(i)].first * hidden, hidden, expert_in_.data() + i * hidden);
             const Expert& expert = layer.experts[static_cast<size_t>(e)];
-            mlp(expert.gate, expert.up, expert.down, expert_in_.data(), m, expert_out_.data(), n > kernels::kGemvMaxTokens);
+            // An expert's share of a prefill chunk may be a few tokens: GEMM anyway (see swiglu_feed_forward).
+            swiglu_feed_forward(expert.gate, expert.up, expert.down, expert_in_.data(), m, expert_out_.data(), feed_forward_, pool_,
+                                n > kernels::kGemvMaxTokens);
             for (int64_t i = 0; i < m; ++i) {
                 float* row = out + tokens[static_cast<size_t>(i)].first * hidden;
                 const float w = tokens[static_cast<size_t>(i)].second;
@@ -333,7 +303,8 @@ private:
     std::vector<float> final_norm_;
     std::vector<Layer> layers_;
     // Scratch, grown to the largest chunk seen.
-    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_, gate_, up_, router_, expert_in_, expert_out_;
+    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_, router_, expert_in_, expert_out_;
+    FeedForwardScratch feed_forward_;
     std::vector<int64_t> positions_;
     std::vector<std::vector<std::pair<int64_t, float>>> routed_;
     std::vector<int32_t> top_ids_;

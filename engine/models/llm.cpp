@@ -180,9 +180,10 @@ Session::~Session() = default;
 
 uint64_t Session::kv_cache_bytes() const { return state_->sequence->allocated_bytes(); }
 
-void Session::truncate(int64_t tokens) {
+int64_t Session::truncate(int64_t tokens) {
     if (tokens < static_cast<int64_t>(tokens_.size())) tokens_.resize(static_cast<size_t>(std::max<int64_t>(tokens, 0)));
-    state_->sequence->truncate(static_cast<int64_t>(tokens_.size()));
+    tokens_.resize(static_cast<size_t>(state_->sequence->truncate(static_cast<int64_t>(tokens_.size()))));
+    return static_cast<int64_t>(tokens_.size());
 }
 
 std::vector<float> Session::evaluate(std::span<const int32_t> tokens, bool all_positions) {
@@ -230,7 +231,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     size_t common = 0;
     while (common < tokens_.size() && common < prompt.size() && tokens_[common] == prompt[common]) ++common;
     common = std::min(common, prompt.size() - 1);
-    truncate(static_cast<int64_t>(common));
+    common = static_cast<size_t>(truncate(static_cast<int64_t>(common)));
     result.stats.reused_prompt_tokens = static_cast<int64_t>(common);
     std::vector<float> logits = evaluate(prompt.subspan(common));
     result.stats.prefill_seconds = seconds_since(start);

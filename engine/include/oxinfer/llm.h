@@ -129,7 +129,10 @@ public:
     // the rest of the prompt, then generates. Afterwards tokens() holds the prompt and the
     // generated tokens except the last one, which was sampled but never needed evaluating.
     GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token = {});
-    void truncate(int64_t tokens);
+    // Keeps the first `tokens` evaluated tokens and returns how many were kept: fewer when the
+    // model's recurrent state (Qwen3.5's DeltaNet layers) holds no snapshot there; the caller
+    // evaluates the rest again.
+    int64_t truncate(int64_t tokens);
     void reset() { truncate(0); }
     const std::vector<int32_t>& tokens() const { return tokens_; }
     uint64_t kv_cache_bytes() const;  // allocated now

@@ -1,0 +1,39 @@
+#include "models/layers.h"
+
+#include "kernels/ops.h"
+
+namespace oxinfer::models {
+
+void grow(std::vector<float>& buffer, int64_t n) {
+    if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+}
+
+void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, const float* x, int64_t tokens, ThreadPool& pool) {
+    kernels::MatmulTarget targets[kernels::kMaxMatmulTargets];
+    size_t count = 0;
+    for (const auto& [linear, y] : outputs) targets[count++] = {&linear->weight, y};
+    kernels::matmul_many({targets, count}, x, tokens, pool);
+    for (const auto& [linear, y] : outputs) {
+        if (linear->bias.empty()) continue;
+        const int64_t rows = linear->weight.rows;
+        for (int64_t t = 0; t < tokens; ++t) kernels::add(y + t * rows, linear->bias.data(), y + t * rows, rows);
+    }
+}
+
+void swiglu_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
+                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool, bool force_gemm) {
+    const int64_t inter = gate.rows;
+    grow(scratch.gate, n * inter);
+    grow(scratch.up, n * inter);
+    if (force_gemm) {
+        kernels::gemm(gate, x, n, scratch.gate.data(), pool);
+        kernels::gemm(up, x, n, scratch.up.data(), pool);
+    } else {
+        const kernels::MatmulTarget targets[] = {{&gate, scratch.gate.data()}, {&up, scratch.up.data()}};
+        kernels::matmul_many(targets, x, n, pool);
+    }
+    kernels::swiglu(scratch.gate.data(), scratch.up.data(), scratch.gate.data(), n * inter);
+    (force_gemm ? kernels::gemm : kernels::matmul)(down, scratch.gate.data(), n, out, pool);
+}
+
+}  // namespace oxinfer::models

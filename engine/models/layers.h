@@ -1,0 +1,35 @@
+#pragma once
+// Building blocks the decoder families share: projections of one input through several linears,
+// and the SwiGLU feed-forward.
+
+#include "models/weights.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+namespace oxinfer {
+class ThreadPool;
+}
+
+namespace oxinfer::models {
+
+// Grows a scratch buffer to at least n values (never shrinks: scratch is reused between calls).
+void grow(std::vector<float>& buffer, int64_t n);
+
+// y = x · Wᵀ + b for each (linear, y) pair; the linears share the input x[tokens] and are read
+// in one pass (kernels::matmul_many).
+void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, const float* x, int64_t tokens, ThreadPool& pool);
+
+struct FeedForwardScratch {
+    std::vector<float> gate, up;
+};
+
+// out = down(silu(gate(x)) · up(x)) for n rows. `force_gemm`: take the GEMM path even for a few
+// rows (an expert's share of a prefill), so that a prefill's arithmetic does not depend on routing.
+void swiglu_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
+                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool,
+                         bool force_gemm = false);
+
+}  // namespace oxinfer::models
