@@ -122,7 +122,17 @@ TransformerConfig transformer_config_from_hf(const json& root, const std::string
     config.num_experts = fields.optional_integer("num_experts").value_or(fields.optional_integer("num_local_experts").value_or(0));
     config.num_experts_per_token = fields.optional_integer("num_experts_per_tok").value_or(0);
     config.moe_intermediate_size = fields.optional_integer("moe_intermediate_size").value_or(0);
-    if (const json* scaling = fields.find("rope_scaling"); scaling && scaling->is_object()) {
+    config.partial_rotary_factor = fields.optional_number("partial_rotary_factor").value_or(1.0);
+    // Newer configs (transformers 5) gather theta, scaling and partial rotary in rope_parameters.
+    const json* parameters = fields.find("rope_parameters");
+    if (parameters && parameters->is_object()) {
+        const Fields rope(*parameters, subject + " rope_parameters");
+        config.rope_theta = rope.optional_number("rope_theta").value_or(config.rope_theta);
+        config.partial_rotary_factor = rope.optional_number("partial_rotary_factor").value_or(config.partial_rotary_factor);
+    }
+    const json* scaling = fields.find("rope_scaling");
+    if (!(scaling && scaling->is_object()) && parameters && parameters->is_object()) scaling = parameters;
+    if (scaling && scaling->is_object()) {
         const Fields rope(*scaling, subject + " rope_scaling");
         RopeScaling parsed;
         parsed.type = rope.optional_string("rope_type").value_or(rope.optional_string("type").value_or(""));
@@ -146,7 +156,8 @@ TransformerConfig transformer_config_from_gguf(const json& metadata, const std::
     config.model_type = *arch;
     config.architecture = hf_architecture(*arch).value_or("");
     config.hidden_size = top.integer(p + "embedding_length");
-    config.num_hidden_layers = top.integer(p + "block_count");
+    // block_count includes the multi-token-prediction layers llama.cpp appends after the trunk.
+    config.num_hidden_layers = top.integer(p + "block_count") - top.optional_integer(p + "nextn_predict_layers").value_or(0);
     config.intermediate_size = top.optional_integer(p + "feed_forward_length").value_or(0);
     config.num_attention_heads = top.integer(p + "attention.head_count");
     config.num_key_value_heads = top.optional_integer(p + "attention.head_count_kv").value_or(0);
@@ -171,6 +182,8 @@ TransformerConfig transformer_config_from_gguf(const json& metadata, const std::
     }
     config.raw = metadata;
     finish(config, subject);
+    if (auto rotary = top.optional_integer(p + "rope.dimension_count"))
+        config.partial_rotary_factor = static_cast<double>(*rotary) / static_cast<double>(config.head_dim);
     return config;
 }
 

@@ -50,6 +50,25 @@ constexpr NamePair kGemmaLayerNames[] = {
     {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 
+// Qwen3.5 and Qwen3-Next: the pre-FFN norm under its llama.cpp name, and the Gated DeltaNet
+// tensors. Two of them have no ".weight" (see kQwen35WholeNames).
+constexpr NamePair kQwen35LayerNames[] = {
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"attn_qkv", "linear_attn.in_proj_qkv"},
+    {"attn_gate", "linear_attn.in_proj_z"},
+    {"ssm_beta", "linear_attn.in_proj_b"},
+    {"ssm_alpha", "linear_attn.in_proj_a"},
+    {"ssm_conv1d", "linear_attn.conv1d"},
+    {"ssm_norm", "linear_attn.norm"},
+    {"ssm_out", "linear_attn.out_proj"},
+};
+
+// Layer tensors whose whole names map (after "blk.N." / "model.layers.N.").
+constexpr NamePair kQwen35WholeNames[] = {
+    {"ssm_a", "linear_attn.A_log"},  // llama.cpp stores -exp(A_log)
+    {"ssm_dt.bias", "linear_attn.dt_bias"},
+};
+
 struct ArchPair {
     std::string_view gguf;
     std::string_view hf;
@@ -58,14 +77,17 @@ struct ArchPair {
 constexpr ArchPair kArchitectures[] = {
     {"llama", "LlamaForCausalLM"},     {"qwen2", "Qwen2ForCausalLM"},       {"qwen3", "Qwen3ForCausalLM"},
     {"qwen3moe", "Qwen3MoeForCausalLM"}, {"gemma", "GemmaForCausalLM"},     {"gemma2", "Gemma2ForCausalLM"},
-    {"gemma3", "Gemma3ForCausalLM"},
+    {"gemma3", "Gemma3ForCausalLM"},   {"qwen35", "Qwen3_5ForCausalLM"},    {"qwen35moe", "Qwen3_5MoeForCausalLM"},
+    {"qwen3next", "Qwen3NextForCausalLM"},
 };
 
 bool is_gemma(std::string_view arch) { return arch.rfind("gemma", 0) == 0; }
+bool is_qwen35(std::string_view arch) { return arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next"; }
 
 std::vector<NamePair> layer_names(std::string_view arch) {
     std::vector<NamePair> names;
     if (is_gemma(arch)) names.assign(std::begin(kGemmaLayerNames), std::end(kGemmaLayerNames));
+    if (is_qwen35(arch)) names.assign(std::begin(kQwen35LayerNames), std::end(kQwen35LayerNames));
     for (const NamePair& pair : kLayerNames) {
         bool overridden = false;
         for (const NamePair& taken : names) overridden = overridden || taken.gguf == pair.gguf || taken.hf == pair.hf;
@@ -85,7 +107,11 @@ bool split_layer(std::string_view name, std::string_view prefix, int& layer, std
 }
 
 // Maps "<suffix>.<weight|bias|...>" through the pairs, `from` side to `to` side.
-std::optional<std::string> map_suffix(std::string_view rest, const std::vector<NamePair>& pairs, bool to_hf) {
+std::optional<std::string> map_suffix(std::string_view rest, std::string_view arch, bool to_hf) {
+    if (is_qwen35(arch))
+        for (const NamePair& pair : kQwen35WholeNames)
+            if ((to_hf ? pair.gguf : pair.hf) == rest) return std::string(to_hf ? pair.hf : pair.gguf);
+    const std::vector<NamePair> pairs = layer_names(arch);
     const auto dot = rest.rfind('.');
     if (dot == std::string_view::npos) return std::nullopt;
     const std::string_view stem = rest.substr(0, dot);
@@ -102,7 +128,7 @@ std::optional<std::string> hf_tensor_name(std::string_view gguf_name, std::strin
     int layer = 0;
     std::string_view rest;
     if (!split_layer(gguf_name, "blk.", layer, rest)) return std::nullopt;
-    auto mapped = map_suffix(rest, layer_names(gguf_arch), true);
+    auto mapped = map_suffix(rest, gguf_arch, true);
     if (!mapped) return std::nullopt;
     return "model.layers." + std::to_string(layer) + "." + *mapped;
 }
@@ -113,7 +139,7 @@ std::optional<std::string> gguf_tensor_name(std::string_view hf_name, std::strin
     int layer = 0;
     std::string_view rest;
     if (!split_layer(hf_name, "model.layers.", layer, rest)) return std::nullopt;
-    auto mapped = map_suffix(rest, layer_names(gguf_arch), false);
+    auto mapped = map_suffix(rest, gguf_arch, false);
     if (!mapped) return std::nullopt;
     return "blk." + std::to_string(layer) + "." + *mapped;
 }

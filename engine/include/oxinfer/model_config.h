@@ -34,6 +34,7 @@ struct TransformerConfig {
     int64_t max_position_embeddings = 0;
     double rms_norm_eps = 1e-6;
     double rope_theta = 10000.0;
+    double partial_rotary_factor = 1.0;  // the share of head_dim that RoPE rotates
     std::optional<RopeScaling> rope_scaling;
     bool tie_word_embeddings = false;
     std::string torch_dtype;  // "bfloat16", ... ("" when unknown)
