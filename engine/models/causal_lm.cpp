@@ -15,12 +15,14 @@ struct Registration {
     Factory create;
 };
 
-// New families (Qwen3.5, Gemma) add their rows here.
+// New families (Gemma, ...) add their rows here.
 const Registration kRegistry[] = {
     {"LlamaForCausalLM", create_llama_family},
     {"Qwen2ForCausalLM", create_llama_family},
     {"Qwen3ForCausalLM", create_llama_family},
     {"Qwen3MoeForCausalLM", create_llama_family},
+    {"Qwen3_5ForConditionalGeneration", create_qwen35},
+    {"Qwen3_5ForCausalLM", create_qwen35},
 };
 
 }  // namespace

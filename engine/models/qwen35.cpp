@@ -1,0 +1,425 @@
+// Qwen3.5 text models (Qwen3_5ForConditionalGeneration's language model, Qwen3_5ForCausalLM),
+// following transformers' modeling_qwen3_5.py (notes: ../shared/specs/arch-specs.md section 3):
+//
+//   h = embed(tokens)
+//   per layer:  h += mixer(rms_norm₁₊w(h)),  h += swiglu_mlp(rms_norm₁₊w(h))
+//     mixer = Gated DeltaNet ("linear_attention" layers) or gated attention ("full_attention")
+//   logits = lm_head(rms_norm₁₊w(h))
+//
+// Gated attention: q_proj yields [query | gate] per head; zero-centred q/k norms; RoPE on the first
+// head_dim · partial_rotary_factor values (text positions on every M-RoPE axis, which makes the
+// interleaved sections the plain split-half layout); the output times sigmoid(gate).
+// Gated DeltaNet: in_proj_qkv → causal depthwise conv (with its rolling state) → SiLU → q, k, v;
+// β = sigmoid(in_proj_b), g = −exp(A_log)·softplus(in_proj_a + dt_bias); L2-normalised q, k; the
+// delta rule over a float32 state per value head (kernels/gated_delta_net.h); a gated RMSNorm
+// (weight as stored, times silu(in_proj_z)); out_proj.
+//
+// The sequence state holds the attention layers' KV cache and the DeltaNet layers' conv and
+// recurrent states. Those cannot be rolled back, so the state keeps snapshots: one before the last
+// token of every multi-token evaluation (a prompt), which is where regenerating or editing the last
+// message resumes.
+
+#include "models/causal_lm.h"
+#include "models/kv_cache.h"
+#include "models/layers.h"
+#include "models/rope_frequencies.h"
+#include "models/weights.h"
+
+#include "kernels/gated_delta_net.h"
+#include "kernels/ops.h"
+#include "kernels/thread_pool.h"
+
+#include <oxinfer/checkpoint.h>
+#include <oxinfer/error.h>
+#include <oxinfer/profiler.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+namespace oxinfer::models {
+namespace {
+
+using kernels::WeightMatrix;
+
+// Tokens per prefill step, as in the Llama family.
+constexpr int64_t kPrefillChunk = 512;
+// Snapshots of the recurrent state kept per sequence (the latest prompts).
+constexpr size_t kMaxSnapshots = 4;
+
+struct DeltaNetShape {
+    int64_t key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0, kernel = 0;
+    int64_t key_channels() const { return key_heads * key_dim; }
+    int64_t value_channels() const { return value_heads * value_dim; }
+    int64_t conv_channels() const { return 2 * key_channels() + value_channels(); }
+    int64_t conv_floats() const { return (kernel - 1) * conv_channels(); }
+    int64_t state_floats() const { return value_heads * key_dim * value_dim; }
+};
+
+class HybridState final : public SequenceState {
+public:
+    HybridState(int64_t attention_layers, int64_t kv_heads, int64_t head_dim, DType kv_type, int64_t capacity, int64_t delta_layers,
+                const DeltaNetShape& shape)
+        : cache(attention_layers, kv_heads, head_dim, kv_type, capacity),
+          conv(static_cast<size_t>(delta_layers * shape.conv_floats())),
+          recurrent(static_cast<size_t>(delta_layers * shape.state_floats())) {}
+
+    int64_t size() const override { return cache.size(); }
+    int64_t capacity() const override { return cache.capacity(); }
+    uint64_t bytes_per_position() const override { return cache.bytes_per_position(); }
+    uint64_t allocated_bytes() const override {
+        uint64_t bytes = cache.allocated_bytes() + (conv.size() + recurrent.size()) * sizeof(float);
+        for (const Snapshot& s : snapshots) bytes += (s.conv.size() + s.recurrent.size()) * sizeof(float);
+        return bytes;
+    }
+
+    int64_t truncate(int64_t size) override {
+        if (size >= cache.size()) return cache.size();
+        // The latest snapshot at or before `size`; those after it describe tokens being dropped.
+        while (!snapshots.empty() && snapshots.back().position > size) snapshots.pop_back();
+        if (snapshots.empty()) {
+            std::fill(conv.begin(), conv.end(), 0.0f);
+            std::fill(recurrent.begin(), recurrent.end(), 0.0f);
+            cache.truncate(0);
+            return 0;
+        }
+        const Snapshot& s = snapshots.back();
+        conv = s.conv;
+        recurrent = s.recurrent;
+        cache.truncate(s.position);
+        return s.position;
+    }
+
+    void snapshot() {
+        if (!snapshots.empty() && snapshots.back().position == size()) return;
+        if (snapshots.size() == kMaxSnapshots) snapshots.pop_front();
+        snapshots.push_back({size(), conv, recurrent});
+    }
+
+    KvCache cache;  // the full-attention layers, in order
+    std::vector<float> conv, recurrent;  // per DeltaNet layer, in order
+
+private:
+    struct Snapshot {
+        int64_t position;
+        std::vector<float> conv, recurrent;
+    };
+    std::deque<Snapshot> snapshots;  // ascending positions
+};
+
+struct Layer {
+    bool full_attention = false;
+    int64_t index = 0;  // among the layers of its kind: its KV cache or recurrent state
+    std::vector<float> attn_norm, ffn_norm;  // 1 + the stored zero-centred weight
+    // Gated attention.
+    Linear q, k, v, o;  // q: [heads · 2 · head_dim, hidden], query and gate per head
+    std::vector<float> q_norm, k_norm;  // 1 + w, as the layer norms
+    // Gated DeltaNet.
+    Linear qkv, z, b, a, out;
+    std::vector<float> conv_weight;  // [kernel][channels]
+    std::vector<float> decay_rate;   // −exp(A_log) per value head
+    std::vector<float> dt_bias, norm;
+    // Feed-forward.
+    Linear gate, up, down;
+};
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// torch.nn.functional.softplus with its default threshold: linear above 20.
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+class Qwen35 final : public CausalLm {
+public:
+    Qwen35(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings, ThreadPool& pool)
+        : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, pool) {
+        const std::string subject = checkpoint.path().string();
+        if (config.vocab_size <= 0) throw Error(subject, "vocab_size is missing");
+        if (config.num_experts > 0) throw Error(subject, "Qwen3.5 MoE (num_experts) is not supported yet");
+        read_shape(subject);
+        rotary_dim_ = static_cast<int64_t>(static_cast<double>(config.head_dim) * config.partial_rotary_factor);
+        if (rotary_dim_ <= 0 || rotary_dim_ % 2 != 0 || rotary_dim_ > config.head_dim)
+            throw Error(subject, "partial_rotary_factor " + std::to_string(config.partial_rotary_factor) + " gives an unusable rotary size");
+        inv_freq_ = rope_inverse_frequencies(config, rotary_dim_, subject);
+        load_weights(subject);
+    }
+
+    const TransformerConfig& config() const override { return config_; }
+    uint64_t mapped_weight_bytes() const override { return weights_.mapped_bytes(); }
+    uint64_t owned_weight_bytes() const override { return weights_.owned_bytes(); }
+    std::string weight_type() const override { return weights_.matrix_type(); }
+
+    std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const override {
+        return std::make_unique<HybridState>(attention_layers_, config_.num_key_value_heads, config_.head_dim, kv_type, context_length,
+                                             delta_layers_, shape_);
+    }
+
+    void forward(const int32_t* tokens, int64_t count, SequenceState& sequence, float* logits, bool all_positions) override {
+        auto& state = static_cast<HybridState&>(sequence);
+        if (count == 1) {
+            forward_chunks(tokens, 1, state, logits, all_positions);
+            return;
+        }
+        const int64_t vocab = config_.vocab_size;
+        forward_chunks(tokens, count - 1, state, all_positions ? logits : nullptr, all_positions);
+        state.snapshot();
+        forward_chunks(tokens + count - 1, 1, state, all_positions ? logits + (count - 1) * vocab : logits, all_positions);
+    }
+
+private:
+    // The DeltaNet sizes and the layer pattern, from config.json or llama.cpp's GGUF keys.
+    void read_shape(const std::string& subject) {
+        const nlohmann::json& raw = config_.raw;
+        const std::string gguf = weights_.is_gguf() ? raw.value("general.architecture", "") + "." : "";
+        const auto field = [&](const std::string& key) -> int64_t {
+            const auto it = raw.find(gguf + key);
+            if (it == raw.end() || !it->is_number_integer() || it->get<int64_t>() <= 0)
+                throw Error(subject, "config needs a positive '" + gguf + key + "'");
+            return it->get<int64_t>();
+        };
+        if (gguf.empty()) {
+            shape_.key_heads = field("linear_num_key_heads");
+            shape_.value_heads = field("linear_num_value_heads");
+            shape_.key_dim = field("linear_key_head_dim");
+            shape_.value_dim = field("linear_value_head_dim");
+            shape_.kernel = field("linear_conv_kernel_dim");
+        } else {
+            shape_.key_heads = field("ssm.group_count");
+            shape_.value_heads = field("ssm.time_step_rank");
+            shape_.key_dim = field("ssm.state_size");
+            shape_.value_dim = field("ssm.inner_size") / shape_.value_heads;
+            shape_.kernel = field("ssm.conv_kernel");
+            if (shape_.value_dim * shape_.value_heads != field("ssm.inner_size"))
+                throw Error(subject, gguf + "ssm.inner_size is not a multiple of " + gguf + "ssm.time_step_rank");
+        }
+        if (shape_.value_heads % shape_.key_heads != 0)
+            throw Error(subject, "the DeltaNet's value heads are not a multiple of its key heads");
+        std::vector<std::string> types;
+        if (const auto it = raw.find("layer_types"); gguf.empty() && it != raw.end() && it->is_array()) {
+            for (const auto& t : *it) types.push_back(t.is_string() ? t.get<std::string>() : "");
+        } else {
+            const int64_t interval = raw.value(gguf + "full_attention_interval", int64_t{4});
+            if (interval <= 0) throw Error(subject, "full_attention_interval must be positive");
+            for (int64_t i = 0; i < config_.num_hidden_layers; ++i)
+                types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
+        }
+        if (static_cast<int64_t>(types.size()) != config_.num_hidden_layers)
+            throw Error(subject, "layer_types has " + std::to_string(types.size()) + " entries for " +
+                                     std::to_string(config_.num_hidden_layers) + " layers");
+        layers_.resize(types.size());
+        for (size_t i = 0; i < types.size(); ++i) {
+            if (types[i] != "full_attention" && types[i] != "linear_attention")
+                throw Error(subject, "layer " + std::to_string(i) + " has the unknown type '" + types[i] + "'");
+            Layer& layer = layers_[i];
+            layer.full_attention = types[i] == "full_attention";
+            layer.index = layer.full_attention ? attention_layers_++ : delta_layers_++;
+        }
+    }
+
+    void load_weights(const std::string& subject) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size, hd = c.head_dim;
+        // Released checkpoints put the text model under model.language_model; text-only exports
+        // (and GGUF names, which the store maps from model.*) under model.
+        const std::string root = weights_.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+        // Zero-centred norms multiply by 1 + w; llama.cpp's converter stores 1 + w already.
+        const bool gguf = weights_.is_gguf();
+        const auto centred_norm = [&](const std::string& name, int64_t size) {
+            std::vector<float> w = weights_.vector(name, size);
+            if (!gguf)
+                for (float& x : w) x += 1.0f;
+            return w;
+        };
+        embedding_ = weights_.matrix(weights_.get(root + "embed_tokens.weight"), c.vocab_size, hidden);
+        final_norm_ = centred_norm(root + "norm.weight", hidden);
+        const TensorInfo* head = weights_.find("lm_head.weight");
+        if (!head && !c.tie_word_embeddings) throw Error(subject, "has no lm_head.weight and tie_word_embeddings is false");
+        lm_head_ = head && !c.tie_word_embeddings ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;
+
+        const DeltaNetShape& s = shape_;
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            Layer& layer = layers_[i];
+            const std::string p = root + "layers." + std::to_string(i) + ".";
+            layer.attn_norm = centred_norm(p + "input_layernorm.weight", hidden);
+            layer.ffn_norm = centred_norm(p + "post_attention_layernorm.weight", hidden);
+            if (layer.full_attention) {
+                layer.q = weights_.linear(p + "self_attn.q_proj", c.num_attention_heads * hd * 2, hidden);
+                layer.k = weights_.linear(p + "self_attn.k_proj", c.num_key_value_heads * hd, hidden);
+                layer.v = weights_.linear(p + "self_attn.v_proj", c.num_key_value_heads * hd, hidden);
+                layer.o = weights_.linear(p + "self_attn.o_proj", hidden, c.num_attention_heads * hd);
+                layer.q_norm = centred_norm(p + "self_attn.q_norm.weight", hd);
+                layer.k_norm = centred_norm(p + "self_attn.k_norm.weight", hd);
+            } else {
+                const std::string q = p + "linear_attn.";
+                layer.qkv = weights_.linear(q + "in_proj_qkv", s.conv_channels(), hidden);
+                layer.z = weights_.linear(q + "in_proj_z", s.value_channels(), hidden);
+                layer.b = weights_.linear(q + "in_proj_b", s.value_heads, hidden);
+                layer.a = weights_.linear(q + "in_proj_a", s.value_heads, hidden);
+                layer.out = weights_.linear(q + "out_proj", hidden, s.value_channels());
+                // conv1d.weight [channels][1][kernel] → [kernel][channels]
+                const std::vector<float> conv = weights_.vector(q + "conv1d.weight", s.conv_channels() * s.kernel);
+                layer.conv_weight.resize(conv.size());
+                for (int64_t ch = 0; ch < s.conv_channels(); ++ch)
+                    for (int64_t j = 0; j < s.kernel; ++j)
+                        layer.conv_weight[static_cast<size_t>(j * s.conv_channels() + ch)] = conv[static_cast<size_t>(ch * s.kernel + j)];
+                layer.decay_rate = weights_.vector(q + "A_log", s.value_heads);
+                if (!gguf)  // llama.cpp stores −exp(A_log)
+                    for (float& r : layer.decay_rate) r = -std::exp(r);
+                layer.dt_bias = weights_.vector(q + "dt_bias", s.value_heads);
+                layer.norm = weights_.vector(q + "norm.weight", s.value_dim);
+            }
+            layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
+            layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
+            layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
+        }
+    }
+
+    void forward_chunks(const int32_t* tokens, int64_t count, HybridState& state, float* logits, bool all_positions) {
+        const int64_t vocab = config_.vocab_size;
+        for (int64_t begin = 0; begin < count; begin += kPrefillChunk) {
+            const int64_t n = std::min(kPrefillChunk, count - begin);
+            const bool last_chunk = begin + n == count;
+            float* out = !logits ? nullptr : all_positions ? logits + begin * vocab : (last_chunk ? logits : nullptr);
+            forward_chunk(tokens + begin, n, state, out, all_positions);
+        }
+    }
+
+    void forward_chunk(const int32_t* tokens, int64_t n, HybridState& state, float* logits, bool all_positions) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size;
+        const int64_t first = state.cache.size();
+        const float eps = static_cast<float>(c.rms_norm_eps);
+        state.cache.reserve(first + n);
+        grow(x_, n * hidden);
+        grow(normed_, n * hidden);
+        grow(residual_, n * hidden);
+        positions_.resize(static_cast<size_t>(n));
+        for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
+        {
+            profiler::Scope scope("embedding");
+            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, tokens, n, x_.data());
+        }
+        for (const Layer& layer : layers_) {
+            kernels::rms_norm(x_.data(), layer.attn_norm.data(), normed_.data(), n, hidden, eps);
+            if (layer.full_attention) {
+                profiler::Scope scope("attention");
+                gated_attention(layer, n, first, state);
+            } else {
+                profiler::Scope scope("delta_net");
+                gated_delta_net(layer, n, state);
+            }
+            kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
+            kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
+            {
+                profiler::Scope scope("mlp");
+                swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
+                                    feed_forward_, pool_);
+            }
+            kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
+        }
+        state.cache.set_size(first + n);
+        if (!logits) return;
+        profiler::Scope scope("lm_head");
+        const int64_t rows = all_positions ? n : 1;
+        kernels::rms_norm(x_.data() + (n - rows) * hidden, final_norm_.data(), normed_.data(), rows, hidden, eps);
+        kernels::matmul(lm_head_, normed_.data(), rows, logits, pool_);
+    }
+
+    // normed_ → residual_ for the positions [first, first + n).
+    void gated_attention(const Layer& layer, int64_t n, int64_t first, HybridState& state) {
+        const TransformerConfig& c = config_;
+        const int64_t hd = c.head_dim, heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
+        const float eps = static_cast<float>(c.rms_norm_eps);
+        grow(projected_, n * heads * 2 * hd);
+        grow(q_, n * heads * hd);
+        grow(gate_, n * heads * hd);
+        grow(k_, n * kv_heads * hd);
+        grow(v_, n * kv_heads * hd);
+        grow(attn_, n * heads * hd);
+        project({{&layer.q, projected_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n, pool_);
+        for (int64_t row = 0; row < n * heads; ++row) {
+            const float* src = projected_.data() + row * 2 * hd;
+            std::copy(src, src + hd, q_.data() + row * hd);
+            std::copy(src + hd, src + 2 * hd, gate_.data() + row * hd);
+        }
+        kernels::rms_norm(q_.data(), layer.q_norm.data(), q_.data(), n * heads, hd, eps);
+        kernels::rms_norm(k_.data(), layer.k_norm.data(), k_.data(), n * kv_heads, hd, eps);
+        kernels::rope(q_.data(), n, heads, hd, rotary_dim_, positions_.data(), inv_freq_.data(), kernels::RopeLayout::SplitHalf);
+        kernels::rope(k_.data(), n, kv_heads, hd, rotary_dim_, positions_.data(), inv_freq_.data(), kernels::RopeLayout::SplitHalf);
+        state.cache.store(layer.index, first, n, k_.data(), v_.data());
+        kernels::AttentionParams params;
+        params.heads = heads;
+        params.kv_heads = kv_heads;
+        params.head_dim = hd;
+        params.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        kernels::attention(params, q_.data(), n, positions_.data(), state.cache.keys(layer.index), state.cache.values(layer.index), 0,
+                           first + n, attn_.data(), pool_);
+        for (int64_t i = 0; i < n * heads * hd; ++i) attn_[static_cast<size_t>(i)] *= sigmoid(gate_[static_cast<size_t>(i)]);
+        project({{&layer.o, residual_.data()}}, attn_.data(), n, pool_);
+    }
+
+    // normed_ → residual_, advancing the layer's conv and recurrent states by n tokens.
+    void gated_delta_net(const Layer& layer, int64_t n, HybridState& state) {
+        const DeltaNetShape& s = shape_;
+        const int64_t channels = s.conv_channels(), keys = s.key_channels(), values = s.value_channels(), hv = s.value_heads;
+        grow(projected_, n * channels);
+        grow(conv_out_, n * channels);
+        grow(q_, n * keys);
+        grow(k_, n * keys);
+        grow(v_, n * values);
+        grow(gate_, n * values);  // z
+        grow(beta_, n * hv);
+        grow(decay_, n * hv);
+        grow(attn_, n * values);
+        project({{&layer.qkv, projected_.data()}, {&layer.z, gate_.data()}, {&layer.b, beta_.data()}, {&layer.a, decay_.data()}},
+                normed_.data(), n, pool_);
+        kernels::causal_conv1d_silu(projected_.data(), n, channels, layer.conv_weight.data(), s.kernel,
+                                    state.conv.data() + layer.index * s.conv_floats(), conv_out_.data());
+        for (int64_t t = 0; t < n; ++t) {
+            const float* row = conv_out_.data() + t * channels;
+            std::copy(row, row + keys, q_.data() + t * keys);
+            std::copy(row + keys, row + 2 * keys, k_.data() + t * keys);
+            std::copy(row + 2 * keys, row + channels, v_.data() + t * values);
+            for (int64_t h = 0; h < hv; ++h) {
+                float& beta = beta_[static_cast<size_t>(t * hv + h)];
+                float& decay = decay_[static_cast<size_t>(t * hv + h)];
+                beta = sigmoid(beta);
+                decay = layer.decay_rate[static_cast<size_t>(h)] * softplus(decay + layer.dt_bias[static_cast<size_t>(h)]);
+            }
+        }
+        constexpr float kL2Eps = 1e-6f;
+        kernels::l2_normalize(q_.data(), n * s.key_heads, s.key_dim, kL2Eps, 1.0f / std::sqrt(static_cast<float>(s.key_dim)));
+        kernels::l2_normalize(k_.data(), n * s.key_heads, s.key_dim, kL2Eps);
+        // llama.cpp's converter reorders the value heads (and every tensor indexed by them) so that
+        // value head h reads key head h % Hk; transformers' order groups them, h / (Hv / Hk).
+        const kernels::DeltaRuleShape rule{s.value_heads, s.key_heads, s.key_dim, s.value_dim, weights_.is_gguf()};
+        kernels::gated_delta_rule(rule, q_.data(), k_.data(), v_.data(), decay_.data(), beta_.data(), n,
+                                  state.recurrent.data() + layer.index * s.state_floats(), attn_.data(), pool_);
+        // Gated RMSNorm per value head: weight · norm(o) · silu(z).
+        kernels::rms_norm(attn_.data(), layer.norm.data(), attn_.data(), n * hv, s.value_dim, static_cast<float>(config_.rms_norm_eps));
+        kernels::swiglu(gate_.data(), attn_.data(), attn_.data(), n * values);
+        project({{&layer.out, residual_.data()}}, attn_.data(), n, pool_);
+    }
+
+    TransformerConfig config_;
+    ThreadPool& pool_;
+    WeightStore weights_;
+    DeltaNetShape shape_;
+    int64_t attention_layers_ = 0, delta_layers_ = 0;
+    int64_t rotary_dim_ = 0;
+    std::vector<float> inv_freq_;
+    WeightMatrix embedding_, lm_head_;
+    std::vector<float> final_norm_;
+    std::vector<Layer> layers_;
+    // Scratch, grown to the largest chunk seen.
+    std::vector<float> x_, normed_, residual_, projected_, conv_out_, q_, k_, v_, gate_, attn_, beta_, decay_;
+    std::vector<int64_t> positions_;
+    FeedForwardScratch feed_forward_;
+};
+
+}  // namespace
+
+std::unique_ptr<CausalLm> create_qwen35(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings,
+                                        ThreadPool& pool) {
+    return std::make_unique<Qwen35>(checkpoint, config, settings, pool);
+}
+
+}  // namespace oxinfer::models

@@ -1,0 +1,189 @@
+// Qwen3.5 against tests/reference/qwen35_reference.py: a tiny random-weight Qwen3.5 (three Gated
+// DeltaNet layers and one gated-attention layer, 4 value heads over 2 key heads, dk 16 != dv 8,
+// partial rotary) whose logits were computed with PyTorch from transformers' modeling_qwen3_5.py,
+// in float64 on the checkpoint's values: the chunked delta rule for prefills, the recurrent one for
+// single tokens, as transformers switches between them (the script checks that both agree).
+//
+// Checked from the released layout (model.language_model.*), the text-only export (model.*), BF16
+// safetensors and GGUF in llama.cpp's qwen35 layout (value heads tiled, norms stored as 1 + w): prompts of 1, 63, 64, 65 and 130 tokens (the delta rule's chunk is 64) and the
+// whole 161-token sequence in one prefill; the 130-token prompt then decoded a token at a time;
+// 32 free-running greedy tokens. Tolerance 1e-4 max abs on logits of magnitude up to ~12. The
+// engine computes in float32: measured up to 7.4e-5 (f32) and 6.4e-5 (bf16), where the same
+// reference run in float32, as transformers runs, strays 8.0e-5 from the float64 goldens.
+//
+// The DeltaNet state cannot be rolled back token by token, so the session state keeps snapshots
+// (before each prompt's last token); multi-turn reuse and truncation are checked against the
+// goldens, which a full recompute equals.
+
+#include <oxinfer/llm.h>
+#include <oxinfer/npy.h>
+
+#include <nlohmann/json.hpp>
+
+#include <QObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kDir = fs::path(OXINFER_REFERENCE_DIR) / "qwen35";
+constexpr double kTolerance = 1e-4;
+
+struct Golden {
+    std::vector<int32_t> prompt, greedy, sequence;  // sequence: prompt + greedy[:-1]
+    double min_gap = 0;
+    oxinfer::NpyArray logits;  // (sequence positions, vocab)
+};
+
+Golden load_golden(const std::string& name, const std::string& variant) {
+    std::ifstream in(kDir / name / "golden.json");
+    const json summary = json::parse(in);
+    Golden g;
+    g.prompt = summary["prompt"].get<std::vector<int32_t>>();
+    g.greedy = summary[variant]["greedy"].get<std::vector<int32_t>>();
+    g.min_gap = summary[variant]["min_greedy_gap"].get<double>();
+    g.logits = oxinfer::read_npy_f32(kDir / name / (variant + "_logits.npy"));
+    g.sequence = g.prompt;
+    g.sequence.insert(g.sequence.end(), g.greedy.begin(), g.greedy.end() - 1);
+    return g;
+}
+
+std::unique_ptr<oxinfer::Model> load(const fs::path& path) {
+    oxinfer::LoadOptions options;
+    options.threads = 2;
+    return oxinfer::Model::load(path.string(), options);
+}
+
+// Max |diff| between `count` rows of logits and the golden's rows from `first_row`.
+double rows_error(const std::vector<float>& logits, const Golden& golden, size_t first_row, size_t count, int64_t vocab) {
+    double worst = 0;
+    const float* expected = golden.logits.values.data() + first_row * static_cast<size_t>(vocab);
+    for (size_t i = 0; i < count * static_cast<size_t>(vocab); ++i)
+        worst = std::max(worst, std::fabs(static_cast<double>(logits[i]) - expected[i]));
+    return worst;
+}
+
+std::span<const int32_t> slice(const std::vector<int32_t>& tokens, size_t begin, size_t end) {
+    return std::span<const int32_t>(tokens).subspan(begin, end - begin);
+}
+
+}  // namespace
+
+class Qwen35ReferenceTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void matches_reference_data() {
+        QTest::addColumn<QString>("source");   // hf, hf_text, bf16, f32.gguf
+        QTest::addColumn<QString>("variant");  // f32, bf16
+        QTest::newRow("qwen3_5/hf") << "hf" << "f32";
+        QTest::newRow("qwen3_5/hf_text") << "hf_text" << "f32";
+        QTest::newRow("qwen3_5/bf16") << "bf16" << "bf16";
+        QTest::newRow("qwen3_5/gguf") << "f32.gguf" << "f32";
+    }
+
+    void matches_reference() {
+        QFETCH(QString, source);
+        QFETCH(QString, variant);
+        const std::string src = source.toStdString();
+        QTemporaryDir dir;
+        fs::path path = kDir / "qwen3_5" / src;
+        if (src == "bf16") {
+            path = fs::path(dir.path().toStdString()) / "bf16";
+            fs::create_directories(path);
+            for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
+                fs::copy_file(kDir / "qwen3_5" / "hf" / file, path / file);
+            fs::copy_file(kDir / "qwen3_5" / "bf16.safetensors", path / "model.safetensors");
+        }
+        const Golden golden = load_golden("qwen3_5", variant.toStdString());
+        auto model = load(path);
+        const int64_t vocab = model->config().vocab_size;
+        QCOMPARE(golden.logits.shape, (std::vector<int64_t>{static_cast<int64_t>(golden.sequence.size()), vocab}));
+
+        // Prefills of several lengths around the chunk of 64, and of the whole sequence.
+        for (size_t length : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{130}, golden.sequence.size()}) {
+            oxinfer::Session session(*model);
+            const double error = rows_error(session.evaluate(slice(golden.sequence, 0, length), true), golden, 0, length, vocab);
+            qInfo("%s: prefill of %zu tokens, max |diff| %.3g", qPrintable(source), length, error);
+            QVERIFY2(error <= kTolerance, qPrintable(QString("prefill of %1 tokens differs by %2").arg(length).arg(error)));
+        }
+
+        // The prompt, then one token at a time (the recurrent form of the delta rule).
+        oxinfer::Session decode(*model);
+        std::vector<float> step = decode.evaluate(golden.prompt);
+        double decode_error = 0;
+        for (size_t i = 0; i < golden.greedy.size(); ++i) {
+            decode_error = std::max(decode_error, rows_error(step, golden, golden.prompt.size() - 1 + i, 1, vocab));
+            if (i + 1 < golden.greedy.size()) step = decode.evaluate(std::vector<int32_t>{golden.greedy[i]});
+        }
+        qInfo("%s: decode max |diff| %.3g", qPrintable(source), decode_error);
+        QVERIFY2(decode_error <= kTolerance, qPrintable(QString("decoded logits differ by %1").arg(decode_error)));
+
+        QVERIFY(golden.min_gap > 2 * kTolerance);
+        oxinfer::Session session(*model);
+        oxinfer::GenerateOptions generate;
+        generate.max_tokens = static_cast<int64_t>(golden.greedy.size());
+        generate.stop_at_model_stop_tokens = false;
+        QCOMPARE(session.generate(golden.prompt, generate).tokens, golden.greedy);
+    }
+
+    // A second turn continues the first one's states: its prefill starts from the conv and
+    // recurrent states (and KV cache) left by the first, and gives the full recompute's logits.
+    void second_turn_continues_the_states() {
+        const Golden golden = load_golden("qwen3_5", "f32");
+        auto model = load(kDir / "qwen3_5" / "hf");
+        const int64_t vocab = model->config().vocab_size;
+        for (size_t split : {size_t{1}, size_t{65}, size_t{100}}) {
+            oxinfer::Session session(*model);
+            session.evaluate(slice(golden.sequence, 0, split));
+            const std::vector<float> rest = session.evaluate(slice(golden.sequence, split, golden.sequence.size()), true);
+            const double error = rows_error(rest, golden, split, golden.sequence.size() - split, vocab);
+            qInfo("turn split at %zu: max |diff| %.3g", split, error);
+            QVERIFY(error <= kTolerance);
+        }
+    }
+
+    // Going back: to a snapshot (taken before each prompt's last token) when there is one at or
+    // before the point asked for, else to the start; either way the logits are the reference's.
+    void truncation_goes_back_to_a_snapshot() {
+        const Golden golden = load_golden("qwen3_5", "f32");
+        auto model = load(kDir / "qwen3_5" / "hf");
+        const int64_t vocab = model->config().vocab_size;
+        oxinfer::Session session(*model);
+        session.evaluate(slice(golden.sequence, 0, 100));      // snapshot at 99
+        session.evaluate(slice(golden.sequence, 100, 140));    // snapshot at 139
+        QCOMPARE(session.truncate(150), int64_t{140});         // nothing to drop
+        QCOMPARE(session.truncate(120), int64_t{99});          // back to the first prompt's snapshot
+        QCOMPARE(session.tokens(), std::vector<int32_t>(golden.sequence.begin(), golden.sequence.begin() + 99));
+        std::vector<float> rest = session.evaluate(slice(golden.sequence, 99, golden.sequence.size()), true);
+        QVERIFY(rows_error(rest, golden, 99, golden.sequence.size() - 99, vocab) <= kTolerance);
+        QCOMPARE(session.truncate(50), int64_t{0});            // no snapshot at or before 50
+        QVERIFY(session.tokens().empty());
+        rest = session.evaluate(slice(golden.sequence, 0, 70), true);
+        QVERIFY(rows_error(rest, golden, 0, 70, vocab) <= kTolerance);
+
+        // Regenerating an answer resumes from the snapshot before the prompt's last token.
+        oxinfer::Session chat(*model);
+        oxinfer::GenerateOptions options;
+        options.max_tokens = 6;
+        options.stop_at_model_stop_tokens = false;
+        const auto first = chat.generate(golden.prompt, options);
+        const auto again = chat.generate(golden.prompt, options);
+        QCOMPARE(again.stats.reused_prompt_tokens, static_cast<int64_t>(golden.prompt.size() - 1));
+        QCOMPARE(again.tokens, first.tokens);
+        QCOMPARE(first.tokens, std::vector<int32_t>(golden.greedy.begin(), golden.greedy.begin() + 6));
+    }
+};
+
+QTEST_GUILESS_MAIN(Qwen35ReferenceTest)
+#include "test_qwen35_reference.moc"
