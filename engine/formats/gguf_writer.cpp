@@ -10,7 +10,7 @@ namespace oxinfer {
 namespace {
 
 constexpr uint64_t kAlignment = 32;
-enum : uint32_t { kU32 = 4, kF32 = 6, kBool = 7, kString = 8 };
+enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
 
 template <class T>
 void put(std::string& out, T value) {
@@ -53,6 +53,15 @@ void GgufFileWriter::add_bool(const std::string& key, bool value) {
     put_string(metadata_, key);
     put<uint32_t>(metadata_, kBool);
     put<uint8_t>(metadata_, value ? 1 : 0);
+    ++metadata_count_;
+}
+
+void GgufFileWriter::add_i32_array(const std::string& key, const std::vector<int32_t>& values) {
+    put_string(metadata_, key);
+    put<uint32_t>(metadata_, kArray);
+    put<uint32_t>(metadata_, kI32);
+    put<uint64_t>(metadata_, values.size());
+    for (int32_t v : values) put<int32_t>(metadata_, v);
     ++metadata_count_;
 }
 

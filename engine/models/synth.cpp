@@ -41,7 +41,23 @@ json qwen3_dense(int64_t hidden, int64_t inter, int64_t layers, bool tied) {
             {"bos_token_id", 151643}};
 }
 
+// Qwen3.5 text models as their text-only export (Qwen3_5ForCausalLM); sizes from the released
+// configs (../shared/specs/arch-specs.md section 3.1).
+json qwen35_dense(int64_t hidden, int64_t inter, int64_t layers, int64_t heads, int64_t kv_heads, int64_t value_heads, bool tied) {
+    return {{"architectures", {"Qwen3_5ForCausalLM"}}, {"model_type", "qwen3_5_text"}, {"vocab_size", 248320}, {"hidden_size", hidden},
+            {"intermediate_size", inter}, {"num_hidden_layers", layers}, {"num_attention_heads", heads},
+            {"num_key_value_heads", kv_heads}, {"head_dim", 256}, {"linear_num_key_heads", 16}, {"linear_num_value_heads", value_heads},
+            {"linear_key_head_dim", 128}, {"linear_value_head_dim", 128}, {"linear_conv_kernel_dim", 4}, {"full_attention_interval", 4},
+            {"max_position_embeddings", 262144}, {"rms_norm_eps", 1e-6}, {"hidden_act", "silu"},
+            {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000000.0}, {"partial_rotary_factor", 0.25},
+                                 {"mrope_section", {11, 11, 10}}, {"mrope_interleaved", true}}},
+            {"tie_word_embeddings", tied}, {"attention_bias", false}, {"torch_dtype", "bfloat16"}, {"eos_token_id", 248044}};
+}
+
 json shape_config(const std::string& shape) {
+    if (shape == "qwen3.5-0.8b") return qwen35_dense(1024, 3584, 24, 8, 2, 16, true);
+    if (shape == "qwen3.5-2b") return qwen35_dense(2048, 6144, 24, 8, 2, 16, true);
+    if (shape == "qwen3.5-4b") return qwen35_dense(2560, 9216, 32, 16, 4, 32, true);
     if (shape == "qwen3-0.6b") return qwen3_dense(1024, 3072, 28, true);
     if (shape == "qwen3-1.7b") return qwen3_dense(2048, 6144, 28, true);
     if (shape == "llama-3.2-1b")
@@ -71,7 +87,15 @@ struct SynthTensor {
     std::string name;  // as written
     std::vector<int64_t> shape;
     bool norm;  // filled with ones, stored f32 in GGUF
+    bool f32_in_gguf = false;  // small random tensors llama.cpp keeps in f32 (the DeltaNet's conv, A, dt bias)
 };
+
+bool is_qwen35(const TransformerConfig& c) { return c.architecture == "Qwen3_5ForCausalLM"; }
+
+// Gated DeltaNet layers: every layer but each full_attention_interval-th.
+bool linear_attention_layer(const TransformerConfig& c, int64_t layer) {
+    return is_qwen35(c) && (layer + 1) % c.raw.value("full_attention_interval", int64_t{4}) != 0;
+}
 
 // The tensors of the config in Hugging Face names (experts one by one) or llama.cpp's (stacked).
 std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
@@ -81,12 +105,37 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
     std::vector<SynthTensor> out;
     out.push_back({name("model.embed_tokens.weight"), {c.vocab_size, h}, false});
     const bool moe = c.architecture == "Qwen3MoeForCausalLM";
-    const bool qwen3 = c.architecture == "Qwen3ForCausalLM" || moe;
+    const bool qwen3 = c.architecture == "Qwen3ForCausalLM" || moe || is_qwen35(c);
     const bool bias = c.architecture == "Qwen2ForCausalLM";
     for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
         out.push_back({name(p + "input_layernorm.weight"), {h}, true});
-        out.push_back({name(p + "self_attn.q_proj.weight"), {c.num_attention_heads * hd, h}, false});
+        if (linear_attention_layer(c, i)) {
+            const nlohmann::json& r = c.raw;
+            const int64_t keys = r.value("linear_num_key_heads", int64_t{0}) * r.value("linear_key_head_dim", int64_t{0});
+            const int64_t value_heads = r.value("linear_num_value_heads", int64_t{0});
+            const int64_t values = value_heads * r.value("linear_value_head_dim", int64_t{0});
+            const int64_t kernel = r.value("linear_conv_kernel_dim", int64_t{0});
+            const std::string q = p + "linear_attn.";
+            out.push_back({name(q + "in_proj_qkv.weight"), {2 * keys + values, h}, false});
+            out.push_back({name(q + "in_proj_z.weight"), {values, h}, false});
+            out.push_back({name(q + "in_proj_b.weight"), {value_heads, h}, false});
+            out.push_back({name(q + "in_proj_a.weight"), {value_heads, h}, false});
+            if (gguf) out.push_back({name(q + "conv1d.weight"), {2 * keys + values, kernel}, false, true});
+            else out.push_back({name(q + "conv1d.weight"), {2 * keys + values, 1, kernel}, false});
+            out.push_back({name(q + "A_log"), {value_heads}, false, true});
+            out.push_back({name(q + "dt_bias"), {value_heads}, false, true});
+            out.push_back({name(q + "norm.weight"), {r.value("linear_value_head_dim", int64_t{0})}, true});
+            out.push_back({name(q + "out_proj.weight"), {h, values}, false});
+            out.push_back({name(p + "post_attention_layernorm.weight"), {h}, true});
+            out.push_back({name(p + "mlp.gate_proj.weight"), {c.intermediate_size, h}, false});
+            out.push_back({name(p + "mlp.up_proj.weight"), {c.intermediate_size, h}, false});
+            out.push_back({name(p + "mlp.down_proj.weight"), {h, c.intermediate_size}, false});
+            continue;
+        }
+        // Qwen3.5's q_proj yields a query and an output gate per head.
+        const int64_t q_rows = c.num_attention_heads * hd * (is_qwen35(c) ? 2 : 1);
+        out.push_back({name(p + "self_attn.q_proj.weight"), {q_rows, h}, false});
         out.push_back({name(p + "self_attn.k_proj.weight"), {c.num_key_value_heads * hd, h}, false});
         out.push_back({name(p + "self_attn.v_proj.weight"), {c.num_key_value_heads * hd, h}, false});
         if (bias) {
@@ -174,19 +223,33 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     writer.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
     writer.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
     writer.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
-    writer.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+    writer.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor));
     writer.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
     writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
     writer.add_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
     // No vocabulary, said the way llama.cpp understands (it then makes vocab_size dummy tokens), so
     // that its tools, llama-bench among them, run these files too.
     writer.add_string("tokenizer.ggml.model", "none");
+    if (is_qwen35(c)) {
+        const nlohmann::json& r = c.raw;
+        const auto u32 = [&](const char* key) { return static_cast<uint32_t>(r.value(key, int64_t{0})); };
+        writer.add_u32(arch + ".ssm.conv_kernel", u32("linear_conv_kernel_dim"));
+        writer.add_u32(arch + ".ssm.state_size", u32("linear_key_head_dim"));
+        writer.add_u32(arch + ".ssm.group_count", u32("linear_num_key_heads"));
+        writer.add_u32(arch + ".ssm.time_step_rank", u32("linear_num_value_heads"));
+        writer.add_u32(arch + ".ssm.inner_size", u32("linear_num_value_heads") * u32("linear_value_head_dim"));
+        writer.add_u32(arch + ".full_attention_interval", u32("full_attention_interval"));
+        std::vector<int32_t> sections = r["rope_parameters"].value("mrope_section", std::vector<int32_t>{11, 11, 10});
+        sections.resize(4, 0);
+        writer.add_i32_array(arch + ".rope.dimension_sections", sections);
+    }
     if (c.num_experts > 0) {
         writer.add_u32(arch + ".expert_count", static_cast<uint32_t>(c.num_experts));
         writer.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(c.num_experts_per_token));
         writer.add_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(c.moe_intermediate_size));
     }
-    for (const SynthTensor& t : tensors) writer.add_tensor(t.name, t.norm ? DType::F32 : options.type, t.shape);
+    const auto gguf_type = [&](const SynthTensor& t) { return t.norm || t.f32_in_gguf ? DType::F32 : options.type; };
+    for (const SynthTensor& t : tensors) writer.add_tensor(t.name, gguf_type(t), t.shape);
     // llama3 rope scaling goes into GGUF as llama.cpp stores it: a divisor per frequency.
     std::vector<float> divisors;
     if (c.rope_scaling && c.rope_scaling->type == "llama3") {
@@ -199,7 +262,7 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     }
     writer.write(out, [&](size_t i, std::byte* bytes) {
         if (i == tensors.size()) std::memcpy(bytes, divisors.data(), divisors.size() * sizeof(float));
-        else fill_tensor(tensors[i], tensors[i].norm ? DType::F32 : options.type, options.seed, bytes, pool);
+        else fill_tensor(tensors[i], gguf_type(tensors[i]), options.seed, bytes, pool);
     });
 }
 
@@ -252,6 +315,9 @@ const std::vector<SynthShape>& synth_shapes() {
         {"llama-3.2-1b", "llama", "meta-llama/Llama-3.2-1B"},
         {"qwen2.5-0.5b", "qwen2", "Qwen/Qwen2.5-0.5B"},
         {"qwen3-30b-a3b", "qwen3moe", "Qwen/Qwen3-30B-A3B with 2 of its 48 layers (--layers changes it)"},
+        {"qwen3.5-0.8b", "qwen35", "Qwen/Qwen3.5-0.8B (text)"},
+        {"qwen3.5-2b", "qwen35", "Qwen/Qwen3.5-2B (text)"},
+        {"qwen3.5-4b", "qwen35", "Qwen/Qwen3.5-4B (text)"},
     };
     return shapes;
 }
@@ -272,9 +338,9 @@ json synth_config(const std::string& arch, const std::string& shape, int64_t lay
 void write_synthetic_checkpoint(const json& config, const std::filesystem::path& out, const SynthOptions& options) {
     const TransformerConfig c = transformer_config_from_hf(config, "config");
     if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen3ForCausalLM" &&
-        c.architecture != "Qwen3MoeForCausalLM")
-        throw Error("config", "synth writes LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Qwen3MoeForCausalLM, not '" +
-                                  c.architecture + "'");
+        c.architecture != "Qwen3MoeForCausalLM" && !is_qwen35(c))
+        throw Error("config", "synth writes LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM and "
+                              "Qwen3_5ForCausalLM, not '" + c.architecture + "'");
     if (!can_quantize(options.type))
         throw Error(std::string(dtype_name(options.type)), "synth cannot write this type (f32, f16, bf16, q8_0, q4_0, q4_k)");
     ThreadPool pool(options.threads);
