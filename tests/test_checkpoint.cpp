@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cstring>
 #include <fstream>
 
 using namespace oxinfer;
@@ -115,6 +116,20 @@ private slots:
         writer.add_string("general.architecture", "qwen3");
         writer.write(root() / "misnamed.safetensors");
         QCOMPARE(Checkpoint::open(root() / "misnamed.safetensors")->format(), CheckpointFormat::Gguf);
+        // A safetensors header whose length starts with byte 0x80 (the pickle PROTO opcode) is
+        // still safetensors: the header is padded with spaces to 0x80 + 256·k bytes.
+        std::vector<std::byte> bytes = safetensors_bytes({f32_tensor("w", {2}, {1.0f, 2.0f})});
+        uint64_t header = 0;
+        std::memcpy(&header, bytes.data(), 8);
+        const uint64_t padded = (header + 255 - 0x80) / 256 * 256 + 0x80;  // the least >= header ending in 0x80
+        bytes.insert(bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header), padded - header, std::byte{' '});
+        std::memcpy(bytes.data(), &padded, 8);
+        QCOMPARE(bytes[0], std::byte{0x80});
+        const fs::path file = root() / "header-0x80.safetensors";
+        write_bytes(file, bytes);
+        const auto checkpoint = Checkpoint::open(file);
+        QCOMPARE(checkpoint->format(), CheckpointFormat::Safetensors);
+        QCOMPARE(checkpoint->read_f32(checkpoint->get("w")), (std::vector<float>{1.0f, 2.0f}));
     }
 
     void configErrors() {

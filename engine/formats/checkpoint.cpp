@@ -44,9 +44,10 @@ CheckpointFormat detect_format(std::span<const std::byte> bytes, const fs::path&
     };
     if (starts_with("GGUF")) return CheckpointFormat::Gguf;
     if (starts_with("PK\x03\x04") || starts_with("PK\x05\x06")) return CheckpointFormat::Torch;
+    // Safetensors before the pickle check: its 8-byte header length may well start with 0x80.
+    if (bytes.size() >= 9 && bytes[8] == std::byte{'{'}) return CheckpointFormat::Safetensors;
     // A legacy torch file is a bare pickle stream (0x80 = PROTO); the torch parser explains it.
     if (!bytes.empty() && bytes[0] == std::byte{0x80}) return CheckpointFormat::Torch;
-    if (bytes.size() >= 9 && bytes[8] == std::byte{'{'}) return CheckpointFormat::Safetensors;
     throw Error(path.string(), bytes.empty() ? "file is empty" : "unknown checkpoint format (expected safetensors, GGUF or a PyTorch zip archive)");
 }
 
