@@ -1,11 +1,13 @@
-// Qwen3.5 against tests/reference/qwen35_reference.py: a tiny random-weight Qwen3.5 (three Gated
-// DeltaNet layers and one gated-attention layer, 4 value heads over 2 key heads, dk 16 != dv 8,
-// partial rotary) whose logits were computed with PyTorch from transformers' modeling_qwen3_5.py,
+// Qwen3.5 against tests/reference/qwen35_reference.py: tiny random-weight Qwen3.5 models (three
+// Gated DeltaNet layers and one gated-attention layer, 4 value heads over 2 key heads, dk 16 != dv
+// 8, partial rotary; dense; MoE with a shared expert and fused gate_up_proj; Qwen3-Next with its
+// fused, head-grouped qkvz/ba projections, per-expert tensors and no top-k renormalisation) whose logits were computed with PyTorch from transformers' modeling_qwen3_5.py,
 // in float64 on the checkpoint's values: the chunked delta rule for prefills, the recurrent one for
 // single tokens, as transformers switches between them (the script checks that both agree).
 //
 // Checked from the released layout (model.language_model.*), the text-only export (model.*), BF16
-// safetensors and GGUF in llama.cpp's qwen35 layout (value heads tiled, norms stored as 1 + w): prompts of 1, 63, 64, 65 and 130 tokens (the delta rule's chunk is 64) and the
+// safetensors and GGUF in llama.cpp's qwen35 / qwen35moe / qwen3next layouts (Qwen3.5's value heads
+// tiled, norms stored as 1 + w): prompts of 1, 63, 64, 65 and 130 tokens (the delta rule's chunk is 64) and the
 // whole 161-token sequence in one prefill; the 130-token prompt then decoded a token at a time;
 // 32 free-running greedy tokens. Tolerance 1e-4 max abs on logits of magnitude up to ~12. The
 // engine computes in float32: measured up to 7.4e-5 (f32) and 6.4e-5 (bf16), where the same
@@ -84,28 +86,33 @@ class Qwen35ReferenceTest : public QObject {
 
 private slots:
     void matches_reference_data() {
+        QTest::addColumn<QString>("name");     // qwen3_5, qwen3_5_moe, qwen3_next
         QTest::addColumn<QString>("source");   // hf, hf_text, bf16, f32.gguf
         QTest::addColumn<QString>("variant");  // f32, bf16
-        QTest::newRow("qwen3_5/hf") << "hf" << "f32";
-        QTest::newRow("qwen3_5/hf_text") << "hf_text" << "f32";
-        QTest::newRow("qwen3_5/bf16") << "bf16" << "bf16";
-        QTest::newRow("qwen3_5/gguf") << "f32.gguf" << "f32";
+        for (const char* name : {"qwen3_5", "qwen3_5_moe", "qwen3_next"}) {
+            const QString n(name);
+            QTest::newRow(qPrintable(n + "/hf")) << n << "hf" << "f32";
+            if (n != "qwen3_next") QTest::newRow(qPrintable(n + "/hf_text")) << n << "hf_text" << "f32";
+            QTest::newRow(qPrintable(n + "/bf16")) << n << "bf16" << "bf16";
+            QTest::newRow(qPrintable(n + "/gguf")) << n << "f32.gguf" << "f32";
+        }
     }
 
     void matches_reference() {
+        QFETCH(QString, name);
         QFETCH(QString, source);
         QFETCH(QString, variant);
-        const std::string src = source.toStdString();
+        const std::string case_name = name.toStdString(), src = source.toStdString();
         QTemporaryDir dir;
-        fs::path path = kDir / "qwen3_5" / src;
+        fs::path path = kDir / case_name / src;
         if (src == "bf16") {
             path = fs::path(dir.path().toStdString()) / "bf16";
             fs::create_directories(path);
             for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-                fs::copy_file(kDir / "qwen3_5" / "hf" / file, path / file);
-            fs::copy_file(kDir / "qwen3_5" / "bf16.safetensors", path / "model.safetensors");
+                fs::copy_file(kDir / case_name / "hf" / file, path / file);
+            fs::copy_file(kDir / case_name / "bf16.safetensors", path / "model.safetensors");
         }
-        const Golden golden = load_golden("qwen3_5", variant.toStdString());
+        const Golden golden = load_golden(case_name, variant.toStdString());
         auto model = load(path);
         const int64_t vocab = model->config().vocab_size;
         QCOMPARE(golden.logits.shape, (std::vector<int64_t>{static_cast<int64_t>(golden.sequence.size()), vocab}));
@@ -114,7 +121,7 @@ private slots:
         for (size_t length : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{130}, golden.sequence.size()}) {
             oxinfer::Session session(*model);
             const double error = rows_error(session.evaluate(slice(golden.sequence, 0, length), true), golden, 0, length, vocab);
-            qInfo("%s: prefill of %zu tokens, max |diff| %.3g", qPrintable(source), length, error);
+            qInfo("%s/%s: prefill of %zu tokens, max |diff| %.3g", qPrintable(name), qPrintable(source), length, error);
             QVERIFY2(error <= kTolerance, qPrintable(QString("prefill of %1 tokens differs by %2").arg(length).arg(error)));
         }
 
@@ -126,7 +133,7 @@ private slots:
             decode_error = std::max(decode_error, rows_error(step, golden, golden.prompt.size() - 1 + i, 1, vocab));
             if (i + 1 < golden.greedy.size()) step = decode.evaluate(std::vector<int32_t>{golden.greedy[i]});
         }
-        qInfo("%s: decode max |diff| %.3g", qPrintable(source), decode_error);
+        qInfo("%s/%s: decode max |diff| %.3g", qPrintable(name), qPrintable(source), decode_error);
         QVERIFY2(decode_error <= kTolerance, qPrintable(QString("decoded logits differ by %1").arg(decode_error)));
 
         QVERIFY(golden.min_gap > 2 * kTolerance);

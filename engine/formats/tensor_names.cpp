@@ -58,6 +58,7 @@ constexpr NamePair kQwen35LayerNames[] = {
     {"attn_gate", "linear_attn.in_proj_z"},
     {"ssm_beta", "linear_attn.in_proj_b"},
     {"ssm_alpha", "linear_attn.in_proj_a"},
+    {"ssm_ba", "linear_attn.in_proj_ba"},  // Qwen3-Next: b and a fused, grouped per key head
     {"ssm_conv1d", "linear_attn.conv1d"},
     {"ssm_norm", "linear_attn.norm"},
     {"ssm_out", "linear_attn.out_proj"},

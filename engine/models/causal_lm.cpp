@@ -23,6 +23,9 @@ const Registration kRegistry[] = {
     {"Qwen3MoeForCausalLM", create_llama_family},
     {"Qwen3_5ForConditionalGeneration", create_qwen35},
     {"Qwen3_5ForCausalLM", create_qwen35},
+    {"Qwen3_5MoeForConditionalGeneration", create_qwen35},
+    {"Qwen3_5MoeForCausalLM", create_qwen35},
+    {"Qwen3NextForCausalLM", create_qwen35},
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "models/causal_lm.h"
 #include "models/kv_cache.h"
 #include "models/layers.h"
+#include "models/moe.h"
 #include "models/rope_frequencies.h"
 #include "models/weights.h"
 
@@ -26,7 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
+#include <optional>
 
 namespace oxinfer::models {
 namespace {
@@ -48,16 +49,11 @@ public:
     KvCache cache;
 };
 
-struct Expert {
-    WeightMatrix gate, up, down;
-};
-
 struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
     Linear q, k, v, o;
     Linear gate, up, down;  // dense MLP
-    WeightMatrix router;    // MoE: [experts, hidden]
-    std::vector<Expert> experts;
+    std::optional<MoeWeights> moe;
 };
 
 // Tokens per prefill step: big enough for GEMM to reach its speed, small enough for the scratch.
@@ -145,34 +141,11 @@ private:
             }
             const bool sparse = moe_arch && std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end() && (i + 1) % sparse_step == 0;
             if (sparse) {
-                load_experts(layer, p);
+                layer.moe = load_moe(weights_, p, c.num_experts, hidden, c.moe_intermediate_size, c.num_experts_per_token, norm_topk_prob_, 0);
             } else {
                 layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
                 layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
                 layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
-            }
-        }
-    }
-
-    // Experts are stored one tensor each (transformers' checkpoints) or stacked [experts, rows,
-    // cols] (GGUF ffn_*_exps, newer transformers).
-    void load_experts(Layer& layer, const std::string& p) {
-        const TransformerConfig& c = config_;
-        const int64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
-        layer.router = weights_.matrix(weights_.get(p + "mlp.gate.weight"), c.num_experts, hidden);
-        layer.experts.resize(static_cast<size_t>(c.num_experts));
-        const TensorInfo* gate_stack = weights_.find(p + "mlp.experts.gate_proj.weight");
-        for (int64_t e = 0; e < c.num_experts; ++e) {
-            Expert& expert = layer.experts[static_cast<size_t>(e)];
-            if (gate_stack) {
-                expert.gate = weights_.stacked_matrix(*gate_stack, e, inter, hidden);
-                expert.up = weights_.stacked_matrix(weights_.get(p + "mlp.experts.up_proj.weight"), e, inter, hidden);
-                expert.down = weights_.stacked_matrix(weights_.get(p + "mlp.experts.down_proj.weight"), e, hidden, inter);
-            } else {
-                const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
-                expert.gate = weights_.matrix(weights_.get(q + "gate_proj.weight"), inter, hidden);
-                expert.up = weights_.matrix(weights_.get(q + "up_proj.weight"), inter, hidden);
-                expert.down = weights_.matrix(weights_.get(q + "down_proj.weight"), hidden, inter);
             }
         }
     }
@@ -228,12 +201,12 @@ private:
             }
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
             kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
-            if (layer.experts.empty()) {
+            if (!layer.moe) {
                 profiler::Scope scope("mlp");
                 swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(), feed_forward_, pool_);
             } else {
                 profiler::Scope scope("moe");
-                moe(layer, normed_.data(), n, residual_.data());
+                moe_.forward(*layer.moe, normed_.data(), n, hidden, residual_.data(), pool_);
             }
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
         }
@@ -246,53 +219,6 @@ private:
         kernels::matmul(lm_head_, normed_.data(), rows, logits, pool_);
     }
 
-    // Qwen3MoeSparseMoeBlock: softmax over all experts' router logits (float32), the top k kept,
-    // renormalised to sum 1 when norm_topk_prob, and the chosen experts' outputs added with those
-    // weights. Tokens are grouped by expert so that each expert's matrices are read once.
-    void moe(const Layer& layer, const float* x, int64_t n, float* out) {
-        const TransformerConfig& c = config_;
-        const int64_t experts = c.num_experts, k = c.num_experts_per_token, hidden = c.hidden_size;
-        grow(router_, n * experts);
-        kernels::matmul(layer.router, x, n, router_.data(), pool_);
-        kernels::softmax(router_.data(), n, experts);
-        // Scratch kept between calls (decoding routes every token of every layer): per expert its
-        // (token, weight) pairs.
-        std::vector<std::vector<std::pair<int64_t, float>>>& routed = routed_;
-        routed.resize(static_cast<size_t>(experts));
-        for (auto& tokens : routed) tokens.clear();
-        std::vector<int32_t>& ids = top_ids_;
-        std::vector<float>& weights = top_weights_;
-        ids.resize(static_cast<size_t>(k));
-        weights.resize(static_cast<size_t>(k));
-        for (int64_t t = 0; t < n; ++t) {
-            kernels::top_k(router_.data() + t * experts, experts, k, ids.data(), weights.data());
-            float sum = 0.0f;
-            for (float w : weights) sum += w;
-            for (int64_t j = 0; j < k; ++j)
-                routed[static_cast<size_t>(ids[static_cast<size_t>(j)])].push_back({t, norm_topk_prob_ ? weights[static_cast<size_t>(j)] / sum : weights[static_cast<size_t>(j)]});
-        }
-        std::fill(out, out + n * hidden, 0.0f);
-        grow(expert_in_, n * hidden);
-        grow(expert_out_, n * hidden);
-        for (int64_t e = 0; e < experts; ++e) {
-            const auto& tokens = routed[static_cast<size_t>(e)];
-            if (tokens.empty()) continue;
-            const int64_t m = static_cast<int64_t>(tokens.size());
-            for (int64_t i = 0; i < m; ++i)
-                std::copy_n(x + tokens[static_cast<size_t>(i)].first * hidden, hidden, expert_in_.data() + i * hidden);
-            const Expert& expert = layer.experts[static_cast<size_t>(e)];
-            // An expert's share of a prefill chunk may be a few tokens: GEMM anyway (see swiglu_feed_forward).
-            swiglu_feed_forward(expert.gate, expert.up, expert.down, expert_in_.data(), m, expert_out_.data(), feed_forward_, pool_,
-                                n > kernels::kGemvMaxTokens);
-            for (int64_t i = 0; i < m; ++i) {
-                float* row = out + tokens[static_cast<size_t>(i)].first * hidden;
-                const float w = tokens[static_cast<size_t>(i)].second;
-                const float* y = expert_out_.data() + i * hidden;
-                for (int64_t j = 0; j < hidden; ++j) row[j] += w * y[j];
-            }
-        }
-    }
-
     TransformerConfig config_;
     ThreadPool& pool_;
     WeightStore weights_;
@@ -303,12 +229,10 @@ private:
     std::vector<float> final_norm_;
     std::vector<Layer> layers_;
     // Scratch, grown to the largest chunk seen.
-    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_, router_, expert_in_, expert_out_;
+    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_;
     FeedForwardScratch feed_forward_;
+    SparseMoe moe_;
     std::vector<int64_t> positions_;
-    std::vector<std::vector<std::pair<int64_t, float>>> routed_;
-    std::vector<int32_t> top_ids_;
-    std::vector<float> top_weights_;
 };
 
 }  // namespace

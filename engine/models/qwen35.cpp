@@ -1,8 +1,10 @@
-// Qwen3.5 text models (Qwen3_5ForConditionalGeneration's language model, Qwen3_5ForCausalLM),
-// following transformers' modeling_qwen3_5.py (notes: ../shared/specs/arch-specs.md section 3):
+// Qwen3.5 text models (Qwen3_5ForConditionalGeneration's language model, Qwen3_5ForCausalLM, and
+// the MoE variants) and Qwen3-Next, following transformers' modeling_qwen3_5.py,
+// modeling_qwen3_5_moe.py and modeling_qwen3_next.py (notes: ../shared/specs/arch-specs.md section 3):
 //
 //   h = embed(tokens)
-//   per layer:  h += mixer(rms_norm₁₊w(h)),  h += swiglu_mlp(rms_norm₁₊w(h))
+//   per layer:  h += mixer(rms_norm₁₊w(h)),  h += ffn(rms_norm₁₊w(h))
+//     ffn = SwiGLU, or (MoE) routed SwiGLU experts + a shared expert times sigmoid(x · gate)
 //     mixer = Gated DeltaNet ("linear_attention" layers) or gated attention ("full_attention")
 //   logits = lm_head(rms_norm₁₊w(h))
 //
@@ -10,7 +12,8 @@
 // head_dim · partial_rotary_factor values (text positions on every M-RoPE axis, which makes the
 // interleaved sections the plain split-half layout); the output times sigmoid(gate).
 // Gated DeltaNet: in_proj_qkv → causal depthwise conv (with its rolling state) → SiLU → q, k, v;
-// β = sigmoid(in_proj_b), g = −exp(A_log)·softplus(in_proj_a + dt_bias); L2-normalised q, k; the
+// β = sigmoid(in_proj_b), g = −exp(A_log)·softplus(in_proj_a + dt_bias) (Qwen3-Next fuses qkv
+// with z, and b with a, grouped per key head); L2-normalised q, k; the
 // delta rule over a float32 state per value head (kernels/gated_delta_net.h); a gated RMSNorm
 // (weight as stored, times silu(in_proj_z)); out_proj.
 //
@@ -22,6 +25,7 @@
 #include "models/causal_lm.h"
 #include "models/kv_cache.h"
 #include "models/layers.h"
+#include "models/moe.h"
 #include "models/rope_frequencies.h"
 #include "models/weights.h"
 
@@ -36,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 
 namespace oxinfer::models {
 namespace {
@@ -114,13 +119,16 @@ struct Layer {
     // Gated attention.
     Linear q, k, v, o;  // q: [heads · 2 · head_dim, hidden], query and gate per head
     std::vector<float> q_norm, k_norm;  // 1 + w, as the layer norms
-    // Gated DeltaNet.
+    // Gated DeltaNet: separate projections (Qwen3.5; llama.cpp's attn_qkv / attn_gate for both
+    // families), or Qwen3-Next's fused ones, grouped per key head (qkvz and/or ba; the others empty).
     Linear qkv, z, b, a, out;
+    Linear qkvz, ba;
     std::vector<float> conv_weight;  // [kernel][channels]
     std::vector<float> decay_rate;   // −exp(A_log) per value head
     std::vector<float> dt_bias, norm;
-    // Feed-forward.
+    // Feed-forward: dense, or the sparse MoE block (Qwen3.5-MoE).
     Linear gate, up, down;
+    std::optional<MoeWeights> moe;
 };
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
@@ -133,7 +141,12 @@ public:
         : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, pool) {
         const std::string subject = checkpoint.path().string();
         if (config.vocab_size <= 0) throw Error(subject, "vocab_size is missing");
-        if (config.num_experts > 0) throw Error(subject, "Qwen3.5 MoE (num_experts) is not supported yet");
+        const std::string gguf_arch = weights_.is_gguf() ? config.raw.value("general.architecture", "") : "";
+        tiled_value_heads_ = gguf_arch == "qwen35" || gguf_arch == "qwen35moe";
+        // Qwen3.5-MoE always renormalises the top k; Qwen3-Next when norm_topk_prob says so.
+        if (config.architecture == "Qwen3NextForCausalLM")
+            renormalize_experts_ = gguf_arch.empty() ? config.raw.value("norm_topk_prob", true)
+                                                     : config.raw.value(gguf_arch + ".expert_weights_norm", true);
         read_shape(subject);
         rotary_dim_ = static_cast<int64_t>(static_cast<double>(config.head_dim) * config.partial_rotary_factor);
         if (rotary_dim_ <= 0 || rotary_dim_ % 2 != 0 || rotary_dim_ > config.head_dim)
@@ -249,10 +262,18 @@ private:
                 layer.k_norm = centred_norm(p + "self_attn.k_norm.weight", hd);
             } else {
                 const std::string q = p + "linear_attn.";
-                layer.qkv = weights_.linear(q + "in_proj_qkv", s.conv_channels(), hidden);
-                layer.z = weights_.linear(q + "in_proj_z", s.value_channels(), hidden);
-                layer.b = weights_.linear(q + "in_proj_b", s.value_heads, hidden);
-                layer.a = weights_.linear(q + "in_proj_a", s.value_heads, hidden);
+                if (weights_.find(q + "in_proj_qkvz.weight")) {
+                    layer.qkvz = weights_.linear(q + "in_proj_qkvz", s.conv_channels() + s.value_channels(), hidden);
+                } else {
+                    layer.qkv = weights_.linear(q + "in_proj_qkv", s.conv_channels(), hidden);
+                    layer.z = weights_.linear(q + "in_proj_z", s.value_channels(), hidden);
+                }
+                if (weights_.find(q + "in_proj_ba.weight")) {
+                    layer.ba = weights_.linear(q + "in_proj_ba", 2 * s.value_heads, hidden);
+                } else {
+                    layer.b = weights_.linear(q + "in_proj_b", s.value_heads, hidden);
+                    layer.a = weights_.linear(q + "in_proj_a", s.value_heads, hidden);
+                }
                 layer.out = weights_.linear(q + "out_proj", hidden, s.value_channels());
                 // conv1d.weight [channels][1][kernel] → [kernel][channels]
                 const std::vector<float> conv = weights_.vector(q + "conv1d.weight", s.conv_channels() * s.kernel);
@@ -266,10 +287,39 @@ private:
                 layer.dt_bias = weights_.vector(q + "dt_bias", s.value_heads);
                 layer.norm = weights_.vector(q + "norm.weight", s.value_dim);
             }
-            layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
-            layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
-            layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
+            if (sparse(static_cast<int64_t>(i), p)) {
+                // Qwen3_5MoeSparseMoeBlock / Qwen3NextSparseMoeBlock: a shared expert with a sigmoid gate.
+                layer.moe = load_moe(weights_, p, c.num_experts, hidden, c.moe_intermediate_size, c.num_experts_per_token,
+                                     renormalize_experts_, shared_expert_width(subject));
+            } else {
+                layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
+                layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
+                layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
+            }
         }
+    }
+
+    // MoE models: layers in mlp_only_layers, or off the decoder_sparse_step, stay dense. GGUF has
+    // no such keys (llama.cpp makes every layer sparse): there a layer is sparse when it has a router.
+    bool sparse(int64_t layer, const std::string& prefix) const {
+        if (config_.num_experts <= 0) return false;
+        if (weights_.is_gguf()) return weights_.find(prefix + "mlp.gate.weight") != nullptr;
+        const int64_t step = config_.raw.value("decoder_sparse_step", int64_t{1});
+        if (step <= 0 || (layer + 1) % step != 0) return false;
+        const auto only = config_.raw.find("mlp_only_layers");
+        if (only == config_.raw.end() || !only->is_array()) return true;
+        return std::find(only->begin(), only->end(), layer) == only->end();
+    }
+
+    int64_t shared_expert_width(const std::string& subject) const {
+        const TransformerConfig& c = config_;
+        if (c.num_experts_per_token <= 0 || c.num_experts_per_token > c.num_experts || c.moe_intermediate_size <= 0)
+            throw Error(subject, "MoE config needs num_experts, num_experts_per_tok (<= num_experts) and moe_intermediate_size");
+        const std::string key = weights_.is_gguf() ? c.raw.value("general.architecture", "") + ".expert_shared_feed_forward_length"
+                                                   : "shared_expert_intermediate_size";
+        const int64_t width = c.raw.value(key, int64_t{0});
+        if (width <= 0) throw Error(subject, "config needs a positive '" + key + "'");
+        return width;
     }
 
     void forward_chunks(const int32_t* tokens, int64_t count, HybridState& state, float* logits, bool all_positions) {
@@ -308,7 +358,10 @@ private:
             }
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
             kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
-            {
+            if (layer.moe) {
+                profiler::Scope scope("moe");
+                moe_.forward(*layer.moe, normed_.data(), n, hidden, residual_.data(), pool_);
+            } else {
                 profiler::Scope scope("mlp");
                 swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
                                     feed_forward_, pool_);
@@ -356,6 +409,47 @@ private:
         project({{&layer.o, residual_.data()}}, attn_.data(), n, pool_);
     }
 
+    // The conv input (projected_: all q heads, all k heads, all v heads), z (gate_), and the
+    // pre-activation beta (beta_) and alpha (decay_) of n tokens.
+    void project_delta_inputs(const Layer& layer, int64_t n) {
+        const DeltaNetShape& s = shape_;
+        const bool fused_qkvz = layer.qkvz.weight.rows > 0, fused_ba = layer.ba.weight.rows > 0;
+        if (!fused_qkvz && !fused_ba) {
+            project({{&layer.qkv, projected_.data()}, {&layer.z, gate_.data()}, {&layer.b, beta_.data()}, {&layer.a, decay_.data()}},
+                    normed_.data(), n, pool_);
+            return;
+        }
+        // Qwen3-Next: per key head g, qkvz rows are [q_g (dk) | k_g (dk) | v (r·dv) | z (r·dv)] and ba
+        // rows [b (r) | a (r)] for the value heads g·r .. g·r + r − 1.
+        const int64_t qkvz_rows = s.conv_channels() + s.value_channels(), ba_rows = 2 * s.value_heads;
+        grow(fused_qkvz_, n * qkvz_rows);
+        grow(fused_ba_, n * ba_rows);
+        if (fused_qkvz && fused_ba)
+            project({{&layer.qkvz, fused_qkvz_.data()}, {&layer.ba, fused_ba_.data()}}, normed_.data(), n, pool_);
+        else if (fused_ba)  // llama.cpp splits qkvz into attn_qkv and attn_gate but keeps ssm_ba
+            project({{&layer.qkv, projected_.data()}, {&layer.z, gate_.data()}, {&layer.ba, fused_ba_.data()}}, normed_.data(), n, pool_);
+        else
+            project({{&layer.qkvz, fused_qkvz_.data()}, {&layer.b, beta_.data()}, {&layer.a, decay_.data()}}, normed_.data(), n, pool_);
+        const int64_t r = s.value_heads / s.key_heads, dk = s.key_dim, group_values = r * s.value_dim;
+        const int64_t keys = s.key_channels(), channels = s.conv_channels(), values = s.value_channels();
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t g = 0; g < s.key_heads; ++g) {
+                if (fused_qkvz) {
+                    const float* src = fused_qkvz_.data() + t * qkvz_rows + g * (2 * dk + 2 * group_values);
+                    float* conv_in = projected_.data() + t * channels;
+                    std::copy(src, src + dk, conv_in + g * dk);
+                    std::copy(src + dk, src + 2 * dk, conv_in + keys + g * dk);
+                    std::copy(src + 2 * dk, src + 2 * dk + group_values, conv_in + 2 * keys + g * group_values);
+                    std::copy(src + 2 * dk + group_values, src + 2 * dk + 2 * group_values, gate_.data() + t * values + g * group_values);
+                }
+                if (fused_ba) {
+                    const float* src = fused_ba_.data() + t * ba_rows + g * 2 * r;
+                    std::copy(src, src + r, beta_.data() + t * s.value_heads + g * r);
+                    std::copy(src + r, src + 2 * r, decay_.data() + t * s.value_heads + g * r);
+                }
+            }
+    }
+
     // normed_ → residual_, advancing the layer's conv and recurrent states by n tokens.
     void gated_delta_net(const Layer& layer, int64_t n, HybridState& state) {
         const DeltaNetShape& s = shape_;
@@ -369,8 +463,7 @@ private:
         grow(beta_, n * hv);
         grow(decay_, n * hv);
         grow(attn_, n * values);
-        project({{&layer.qkv, projected_.data()}, {&layer.z, gate_.data()}, {&layer.b, beta_.data()}, {&layer.a, decay_.data()}},
-                normed_.data(), n, pool_);
+        project_delta_inputs(layer, n);
         kernels::causal_conv1d_silu(projected_.data(), n, channels, layer.conv_weight.data(), s.kernel,
                                     state.conv.data() + layer.index * s.conv_floats(), conv_out_.data());
         for (int64_t t = 0; t < n; ++t) {
@@ -388,9 +481,7 @@ private:
         constexpr float kL2Eps = 1e-6f;
         kernels::l2_normalize(q_.data(), n * s.key_heads, s.key_dim, kL2Eps, 1.0f / std::sqrt(static_cast<float>(s.key_dim)));
         kernels::l2_normalize(k_.data(), n * s.key_heads, s.key_dim, kL2Eps);
-        // llama.cpp's converter reorders the value heads (and every tensor indexed by them) so that
-        // value head h reads key head h % Hk; transformers' order groups them, h / (Hv / Hk).
-        const kernels::DeltaRuleShape rule{s.value_heads, s.key_heads, s.key_dim, s.value_dim, weights_.is_gguf()};
+        const kernels::DeltaRuleShape rule{s.value_heads, s.key_heads, s.key_dim, s.value_dim, tiled_value_heads_};
         kernels::gated_delta_rule(rule, q_.data(), k_.data(), v_.data(), decay_.data(), beta_.data(), n,
                                   state.recurrent.data() + layer.index * s.state_floats(), attn_.data(), pool_);
         // Gated RMSNorm per value head: weight · norm(o) · silu(z).
@@ -404,15 +495,21 @@ private:
     WeightStore weights_;
     DeltaNetShape shape_;
     int64_t attention_layers_ = 0, delta_layers_ = 0;
+    // llama.cpp's converter reorders Qwen3.5's value heads (and every tensor indexed by them) so
+    // that value head h reads key head h % Hk; transformers' order (and llama.cpp's Qwen3-Next)
+    // groups them: h / (Hv / Hk).
+    bool tiled_value_heads_ = false;
+    bool renormalize_experts_ = true;
     int64_t rotary_dim_ = 0;
     std::vector<float> inv_freq_;
     WeightMatrix embedding_, lm_head_;
     std::vector<float> final_norm_;
     std::vector<Layer> layers_;
     // Scratch, grown to the largest chunk seen.
-    std::vector<float> x_, normed_, residual_, projected_, conv_out_, q_, k_, v_, gate_, attn_, beta_, decay_;
+    std::vector<float> x_, normed_, residual_, projected_, conv_out_, q_, k_, v_, gate_, attn_, beta_, decay_, fused_qkvz_, fused_ba_;
     std::vector<int64_t> positions_;
     FeedForwardScratch feed_forward_;
+    SparseMoe moe_;
 };
 
 }  // namespace

@@ -49,19 +49,21 @@ kernels::WeightMatrix WeightStore::matrix(const TensorInfo& tensor, int64_t rows
     return adopt(kernels::weight_matrix(tensor), tensor.name);
 }
 
-kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols) {
+kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols, int64_t first_row,
+                                                  int64_t row_count) {
     if (tensor.shape.size() != 3 || tensor.shape[1] != rows || tensor.shape[2] != cols || index >= tensor.shape[0])
         throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
                                                      ", expected (experts, " + std::to_string(rows) + ", " + std::to_string(cols) + ")");
     if (!tensor.contiguous()) throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' is a strided view");
+    if (row_count < 0) row_count = rows;
     kernels::WeightMatrix w;
     w.dtype = tensor.dtype;
-    w.rows = rows;
+    w.rows = row_count;
     w.cols = cols;
     const auto row_bytes = dtype_bytes(tensor.dtype, static_cast<uint64_t>(cols));
     if (!row_bytes) throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' rows are not whole blocks");
     w.row_bytes = static_cast<int64_t>(*row_bytes);
-    w.data = tensor.data + index * rows * w.row_bytes;
+    w.data = tensor.data + (index * rows + first_row) * w.row_bytes;
     return adopt(w, tensor.name);
 }
 

@@ -39,8 +39,10 @@ public:
 
     // "<prefix>.weight" (and "<prefix>.bias" when with_bias) as a matrix of `rows` x `cols`.
     Linear linear(const std::string& prefix, int64_t rows, int64_t cols, bool with_bias = false);
-    // Matrix `index` of a 3-D stack [count, rows, cols] (fused MoE experts).
-    kernels::WeightMatrix stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols);
+    // Matrix `index` of a 3-D stack [count, rows, cols] (fused MoE experts), or `row_count` of its
+    // rows from `first_row` (one half of a fused gate_up_proj).
+    kernels::WeightMatrix stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols, int64_t first_row = 0,
+                                         int64_t row_count = -1);
     // A 2-D tensor as a matrix of the expected shape (converted when the store converts).
     kernels::WeightMatrix matrix(const TensorInfo& tensor, int64_t rows, int64_t cols);
     // A 1-D tensor of `size` values as float32 (norm weights, biases).

@@ -34,6 +34,15 @@ Cases (each in qwen35/<case>/):
             f32.gguf       the same weights as llama.cpp's converter writes qwen35: norms as 1 + w
                            (but the DeltaNet's gated norm), ssm_a = -exp(A_log), and the DeltaNet's
                            value heads reordered from grouped to tiled (head k*r + j at j*nk + k)
+
+  qwen3_5_moe   the same files for Qwen3.5-MoE (Qwen3_5MoeForConditionalGeneration; 4 experts, top
+            2, fused gate_up_proj, a shared expert; untied head); its GGUF is qwen35moe with the
+            experts split into ffn_gate_exps / ffn_up_exps as llama.cpp's converter does.
+
+  qwen3_next   Qwen3-Next (Qwen3NextForCausalLM, flat config, model.* names): fused in_proj_qkvz
+            and in_proj_ba, per-expert tensors, norm_topk_prob false, a dense first layer; hf/,
+            bf16.safetensors and a qwen3next GGUF (attn_qkv / attn_gate regrouped, ssm_ba fused,
+            value heads in transformers' order, experts stacked).
             golden.json    the 130-token prompt, 32 greedy tokens after it (prefill, then one token at a
                            time with the recurrent form, as transformers generates) and the smallest
                            top-1/top-2 gap on the way, for f32 and bf16
@@ -55,9 +64,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llm_reference as base  # noqa: E402  (tokenizer and file writers)
 
 # The goldens are computed in float64 from the (float32 or bf16-rounded) weights: the exact answer
-# the engine's float32 arithmetic is held to. (This forward run in float32, as transformers runs,
-# differs from it by rounding alone: up to 8e-5 on these logits, chunked and recurrent alike.)
-torch.set_default_dtype(torch.float64)
+# the engine's float32 arithmetic is held to. Seeds are picked where this forward run in float32,
+# as transformers runs, stays within 4e-5 of it (pick_weights).
+ACC = torch.float64  # the arithmetic of forward(); float32 when checking how well a model conditions
+torch.set_default_dtype(ACC)
 
 OUT = Path(__file__).resolve().parent / "qwen35"
 F32 = np.float32
@@ -82,11 +92,45 @@ CASES = {
                                    "num_heads": 2, "in_channels": 3, "patch_size": 16, "spatial_merge_size": 2,
                                    "temporal_patch_size": 2, "out_hidden_size": 32, "num_position_embeddings": 16},
                     image_token_id=120, video_token_id=121, vision_start_token_id=118, vision_end_token_id=119),
+    # Qwen3.5-MoE: every layer's MLP is the sparse block (4 experts, top 2, fused gate_up_proj as
+    # transformers 5 stores it, a shared expert with its sigmoid gate); untied head; layer types
+    # derived from full_attention_interval.
+    "qwen3_5_moe": dict(architectures=["Qwen3_5MoeForConditionalGeneration"], model_type="qwen3_5_moe", tie_word_embeddings=False,
+                        text_config=dict({k: v for k, v in TEXT_CONFIG.items() if k != "layer_types"},
+                                         model_type="qwen3_5_moe_text", tie_word_embeddings=False, num_experts=4,
+                                         num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=24),
+                        vision_config={"model_type": "qwen3_5_moe_vision", "depth": 1, "hidden_size": 16, "intermediate_size": 32,
+                                       "num_heads": 2, "in_channels": 3, "patch_size": 16, "spatial_merge_size": 2,
+                                       "temporal_patch_size": 2, "out_hidden_size": 32, "num_position_embeddings": 16},
+                        image_token_id=120, video_token_id=121, vision_start_token_id=118, vision_end_token_id=119),
+    # Qwen3-Next: flat config, fused in_proj_qkvz / in_proj_ba grouped per key head, 1-D RoPE from
+    # rope_theta and partial_rotary_factor, MoE with per-expert tensors and a shared expert, the top
+    # k not renormalised (norm_topk_prob false, the other branch from Qwen3.5-MoE's), layer 0 a
+    # dense MLP (mlp_only_layers).
+    "qwen3_next": dict({k: v for k, v in TEXT_CONFIG.items() if k not in ("layer_types", "rope_parameters", "dtype")},
+                       architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next", tie_word_embeddings=False,
+                       rope_theta=10000000.0, partial_rotary_factor=0.25, num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=16, shared_expert_intermediate_size=24, norm_topk_prob=False, decoder_sparse_step=1,
+                       mlp_only_layers=[0], torch_dtype="float32"),
 }
 
 
 def text(cfg):
     return cfg.get("text_config", cfg)
+
+
+def is_next(t):
+    return t.get("model_type") == "qwen3_next"
+
+
+def sparse_layer(t, i):
+    return bool(t.get("num_experts")) and i not in t.get("mlp_only_layers", []) and (i + 1) % t.get("decoder_sparse_step", 1) == 0
+
+
+def rope_settings(t):
+    """(theta, partial_rotary_factor): Qwen3.5 keeps them in rope_parameters, Qwen3-Next at the top."""
+    rope = t.get("rope_parameters", t)
+    return rope["rope_theta"], rope.get("partial_rotary_factor", 1.0)
 
 
 def layer_types(t):
@@ -129,22 +173,43 @@ def make_weights(cfg, seed):
             w[p + "self_attn.k_norm.weight"] = centred(hd)
         else:
             q = p + "linear_attn."
-            w[q + "in_proj_qkv.weight"] = mat(conv_dim, h, 2.0)
-            w[q + "in_proj_z.weight"] = mat(hv * dv, h, 2.0)
-            w[q + "in_proj_b.weight"] = mat(hv, h, 2.0)
-            w[q + "in_proj_a.weight"] = mat(hv, h, 1.0)
+            if is_next(t):  # fused and grouped per key head: [q_g | k_g | v_g | z_g], [b_g | a_g]
+                w[q + "in_proj_qkvz.weight"] = mat(conv_dim + hv * dv, h, 2.0)
+                w[q + "in_proj_ba.weight"] = mat(2 * hv, h, 1.5)
+            else:
+                w[q + "in_proj_qkv.weight"] = mat(conv_dim, h, 2.0)
+                w[q + "in_proj_z.weight"] = mat(hv * dv, h, 2.0)
+                w[q + "in_proj_b.weight"] = mat(hv, h, 2.0)
+                w[q + "in_proj_a.weight"] = mat(hv, h, 1.0)
             w[q + "conv1d.weight"] = torch.randn(conv_dim, 1, kernel, generator=g) * 0.6
             # Decays from slow (state kept across a chunk of 64) to fast: A in [0.002, 0.3].
             w[q + "A_log"] = torch.log(torch.rand(hv, generator=g) * 0.3 + 0.002)
             w[q + "dt_bias"] = torch.randn(hv, generator=g) * 0.5
             w[q + "norm.weight"] = 1.0 + 0.2 * torch.randn(dv, generator=g)
             w[q + "out_proj.weight"] = mat(h, hv * dv, 4.0)
-        w[p + "mlp.gate_proj.weight"] = mat(inter, h, 2.0)
-        w[p + "mlp.up_proj.weight"] = mat(inter, h, 2.0)
-        w[p + "mlp.down_proj.weight"] = mat(h, inter, 4.0)
+        if sparse_layer(t, i):
+            e, mi, si = t["num_experts"], t["moe_intermediate_size"], t["shared_expert_intermediate_size"]
+            # Gains that keep the summed experts (k routed + shared) near one dense MLP's size.
+            w[p + "mlp.gate.weight"] = mat(e, h, 2.0)
+            if is_next(t):  # one tensor per expert
+                for j in range(e):
+                    w[p + f"mlp.experts.{j}.gate_proj.weight"] = mat(mi, h, 2.0)
+                    w[p + f"mlp.experts.{j}.up_proj.weight"] = mat(mi, h, 2.0)
+                    w[p + f"mlp.experts.{j}.down_proj.weight"] = mat(h, mi, 2.0)
+            else:  # transformers 5's fused experts
+                w[p + "mlp.experts.gate_up_proj"] = torch.stack([mat(2 * mi, h, 2.0) for _ in range(e)])
+                w[p + "mlp.experts.down_proj"] = torch.stack([mat(h, mi, 2.0) for _ in range(e)])
+            w[p + "mlp.shared_expert.gate_proj.weight"] = mat(si, h, 2.0)
+            w[p + "mlp.shared_expert.up_proj.weight"] = mat(si, h, 2.0)
+            w[p + "mlp.shared_expert.down_proj.weight"] = mat(h, si, 2.0)
+            w[p + "mlp.shared_expert_gate.weight"] = mat(1, h, 2.0)
+        else:
+            w[p + "mlp.gate_proj.weight"] = mat(inter, h, 2.0)
+            w[p + "mlp.up_proj.weight"] = mat(inter, h, 2.0)
+            w[p + "mlp.down_proj.weight"] = mat(h, inter, 2.0)
     w["model.norm.weight"] = centred(h)
     if not t["tie_word_embeddings"]:
-        w["lm_head.weight"] = mat(v, h, 4.0)
+        w["lm_head.weight"] = mat(v, h, 2.0)  # logits within about +-12, as the tied head gives
     return {k: x.to(torch.float32) for k, x in w.items()}  # the checkpoint's float32 values
 
 
@@ -155,14 +220,14 @@ def released_names(w):
 # ---- the forward pass ----
 
 def rms_norm_centred(x, weight, eps):
-    x64 = x.double()
-    return x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * (1.0 + weight.double())
+    xa = x.to(ACC)
+    return xa * torch.rsqrt(xa.pow(2).mean(-1, keepdim=True) + eps) * (1.0 + weight.to(ACC))
 
 
 def gated_rms_norm(x, gate, weight, eps):
-    x64 = x.double()
-    normed = weight * (x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps))
-    return normed * F.silu(gate.double())
+    xa = x.to(ACC)
+    normed = weight * (xa * torch.rsqrt(xa.pow(2).mean(-1, keepdim=True) + eps))
+    return normed * F.silu(gate.to(ACC))
 
 
 def l2norm(x, eps=1e-6):
@@ -232,10 +297,21 @@ def gated_delta_net(t, w, p, x, cache, recurrent):
     hk, hv, dk, dv = t["linear_num_key_heads"], t["linear_num_value_heads"], t["linear_key_head_dim"], t["linear_value_head_dim"]
     kernel = t["linear_conv_kernel_dim"]
     length = x.shape[0]
-    mixed = x @ w[p + "in_proj_qkv.weight"].T                               # [T, C]
-    z = (x @ w[p + "in_proj_z.weight"].T).reshape(length, hv, dv)
-    b = x @ w[p + "in_proj_b.weight"].T
-    a = x @ w[p + "in_proj_a.weight"].T
+    if p + "in_proj_qkvz.weight" in w:
+        # Qwen3-Next's fix_query_key_value_ordering: per key head [q | k | v (r heads) | z (r heads)]
+        # and [b (r) | a (r)]; the conv input is then all q, all k, all v.
+        r = hv // hk
+        qkvz = (x @ w[p + "in_proj_qkvz.weight"].T).reshape(length, hk, 2 * dk + 2 * r * dv)
+        q_, k_, v_, z_ = torch.split(qkvz, [dk, dk, r * dv, r * dv], dim=-1)
+        mixed = torch.cat([q_.reshape(length, -1), k_.reshape(length, -1), v_.reshape(length, -1)], -1)
+        z = z_.reshape(length, hv, dv)
+        ba = (x @ w[p + "in_proj_ba.weight"].T).reshape(length, hk, 2 * r)
+        b, a = ba[..., :r].reshape(length, hv), ba[..., r:].reshape(length, hv)
+    else:
+        mixed = x @ w[p + "in_proj_qkv.weight"].T                           # [T, C]
+        z = (x @ w[p + "in_proj_z.weight"].T).reshape(length, hv, dv)
+        b = x @ w[p + "in_proj_b.weight"].T
+        a = x @ w[p + "in_proj_a.weight"].T
     previous = cache.conv.get(p, torch.zeros(kernel - 1, mixed.shape[1]))
     padded = torch.cat([previous, mixed], 0)                               # zeros before the start
     cache.conv[p] = padded[-(kernel - 1):]
@@ -247,7 +323,7 @@ def gated_delta_net(t, w, p, x, cache, recurrent):
     k = conv[:, key_dim:2 * key_dim].reshape(length, hk, dk)
     v = conv[:, 2 * key_dim:].reshape(length, hv, dv)
     beta = torch.sigmoid(b)
-    g = -w[p + "A_log"].double().exp() * F.softplus(a + w[p + "dt_bias"])
+    g = -w[p + "A_log"].to(ACC).exp() * F.softplus(a + w[p + "dt_bias"])
     repeat = hv // hk
     q = q.repeat_interleave(repeat, dim=1)
     k = k.repeat_interleave(repeat, dim=1)
@@ -269,11 +345,11 @@ def gated_attention(t, w, p, x, cache, positions):
     q = rms_norm_centred(q, w[p + "q_norm.weight"], eps)
     k = rms_norm_centred((x @ w[p + "k_proj.weight"].T).reshape(length, nkv, hd), w[p + "k_norm.weight"], eps)
     v = (x @ w[p + "v_proj.weight"].T).reshape(length, nkv, hd)
-    rope = t["rope_parameters"]
-    rotary = int(hd * rope.get("partial_rotary_factor", 1.0))
+    theta, partial = rope_settings(t)
+    rotary = int(hd * partial)
     # inverse frequencies and angles in float32, as transformers computes them
-    inv = 1.0 / (rope["rope_theta"] ** (torch.arange(0, rotary, 2, dtype=torch.int64).float() / rotary))
-    freqs = (positions.float()[:, None] * inv[None, :]).double()
+    inv = 1.0 / (theta ** (torch.arange(0, rotary, 2, dtype=torch.int64).float() / rotary))
+    freqs = (positions.float()[:, None] * inv[None, :]).to(ACC)
     emb = torch.cat([freqs, freqs], -1)
     cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
 
@@ -290,8 +366,36 @@ def gated_attention(t, w, p, x, cache, positions):
     total = keys.shape[0]
     visible = torch.arange(total)[None, :] <= positions[:, None]
     scores = scores.masked_fill(~visible[None], float("-inf"))
-    attn = torch.einsum("hts,shd->thd", torch.softmax(scores.double(), -1), vr).reshape(length, nh * hd)
+    attn = torch.einsum("hts,shd->thd", torch.softmax(scores.to(ACC), -1), vr).reshape(length, nh * hd)
     return (attn * torch.sigmoid(gate)) @ w[p + "o_proj.weight"].T
+
+
+def expert_weights(w, p, e, mi):
+    """(gate, up, down) of expert e: fused (transformers 5, gate rows first) or one tensor each."""
+    if p + "mlp.experts.gate_up_proj" in w:
+        gate_up = w[p + "mlp.experts.gate_up_proj"][e]
+        return gate_up[:mi], gate_up[mi:], w[p + "mlp.experts.down_proj"][e]
+    q = p + f"mlp.experts.{e}."
+    return w[q + "gate_proj.weight"], w[q + "up_proj.weight"], w[q + "down_proj.weight"]
+
+
+def sparse_moe(t, w, p, x):
+    """Qwen3_5MoeSparseMoeBlock / Qwen3NextSparseMoeBlock: softmax router (float), top k
+    (renormalised always for Qwen3.5, when norm_topk_prob for Qwen3-Next), SwiGLU experts, plus the
+    shared expert times sigmoid(x . gate)."""
+    mi = t["moe_intermediate_size"]
+    probs = torch.softmax(x @ w[p + "mlp.gate.weight"].T, -1)
+    top, ids = torch.topk(probs, t["num_experts_per_tok"], -1)
+    if not is_next(t) or t.get("norm_topk_prob", True):
+        top = top / top.sum(-1, keepdim=True)
+    out = torch.zeros_like(x)
+    for row in range(x.shape[0]):
+        for weight, e in zip(top[row], ids[row]):
+            gate, up, down = expert_weights(w, p, int(e), mi)
+            out[row] += weight * ((F.silu(x[row] @ gate.T) * (x[row] @ up.T)) @ down.T)
+    q = p + "mlp.shared_expert."
+    shared = (F.silu(x @ w[q + "gate_proj.weight"].T) * (x @ w[q + "up_proj.weight"].T)) @ w[q + "down_proj.weight"].T
+    return out + torch.sigmoid(x @ w[p + "mlp.shared_expert_gate.weight"].T) * shared
 
 
 def forward(cfg, w, ids, cache=None, recurrent=None):
@@ -313,7 +417,10 @@ def forward(cfg, w, ids, cache=None, recurrent=None):
         else:
             h = h + gated_delta_net(t, w, p + "linear_attn.", n, cache, recurrent)
         n = rms_norm_centred(h, w[p + "post_attention_layernorm.weight"], eps)
-        h = h + (F.silu(n @ w[p + "mlp.gate_proj.weight"].T) * (n @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        if sparse_layer(t, i):
+            h = h + sparse_moe(t, w, p, n)
+        else:
+            h = h + (F.silu(n @ w[p + "mlp.gate_proj.weight"].T) * (n @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
     cache.length += length
     h = rms_norm_centred(h, w["model.norm.weight"], eps)
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
@@ -330,7 +437,7 @@ def goldens(cfg, w):
     (recurrent). Then the logits of prompt + greedy[:-1] from one chunked prefill, and checks that
     this equals the token-by-token run and the recurrent form over the whole sequence."""
     prompt = prompt_ids()
-    w = {k: x.double() for k, x in w.items()}
+    w = {k: x.to(ACC) for k, x in w.items()}
     with torch.no_grad():
         cache = Cache(text(cfg))
         step = forward(cfg, w, prompt, cache)
@@ -354,13 +461,32 @@ def goldens(cfg, w):
     return {"prompt": prompt, "greedy": greedy, "min_greedy_gap": gap, "logits": logits.numpy().astype(F32)}
 
 
+def float32_error(cfg, w, golden):
+    """How far this forward pass run in float32 (as transformers runs) lands from the float64
+    golden: the rounding noise the model amplifies."""
+    global ACC
+    ACC = torch.float32
+    torch.set_default_dtype(ACC)
+    try:
+        with torch.no_grad():
+            logits = forward(cfg, {k: x.float() for k, x in w.items()}, golden["prompt"] + golden["greedy"][:-1])
+        return float(np.abs(logits.numpy() - golden["logits"]).max())
+    finally:
+        ACC = torch.float64
+        torch.set_default_dtype(ACC)
+
+
 def pick_weights(cfg, first_seed):
     """The first seed whose greedy runs (float32 and bf16-rounded weights) are usable tests: every
-    step's top-1 logit at least 0.01 above the runner-up and at least 8 distinct tokens."""
+    step's top-1 logit at least 0.01 above the runner-up, at least 8 distinct tokens, and float32
+    rounding alone within 4e-5 of the goldens (random models differ a lot in how much they amplify
+    rounding; the engine is held to 1e-4, so a model where transformers' float32 already strays
+    1e-4 would test luck, not the engine)."""
     for seed in range(first_seed, first_seed + 100):
         w = make_weights(cfg, seed)
-        runs = [goldens(cfg, w), goldens(cfg, base.bf16_rounded(w))]
-        if all(g["min_greedy_gap"] >= 0.01 and len(set(g["greedy"])) >= 8 for g in runs):
+        runs = [(w, goldens(cfg, w)), (base.bf16_rounded(w), None)]
+        runs[1] = (runs[1][0], goldens(cfg, runs[1][0]))
+        if all(g["min_greedy_gap"] >= 0.01 and len(set(g["greedy"])) >= 8 and float32_error(cfg, v, g) <= 4e-5 for v, g in runs):
             return w
     raise SystemExit("no usable seed")
 
@@ -387,6 +513,9 @@ GGUF_LAYER = {
     "linear_attn.conv1d.weight": "ssm_conv1d.weight", "linear_attn.A_log": "ssm_a", "linear_attn.dt_bias": "ssm_dt.bias",
     "linear_attn.norm.weight": "ssm_norm.weight", "linear_attn.out_proj.weight": "ssm_out.weight",
     "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
+    "mlp.gate.weight": "ffn_gate_inp.weight", "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
+    "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight", "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
+    "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight",
 }
 
 
@@ -410,7 +539,7 @@ def gguf_value(name, x, t):
         x = -torch.exp(x.double()).float()
     if name.endswith("linear_attn.conv1d.weight"):
         x = x.squeeze(1)
-    if "linear_attn." in name and t["linear_num_key_heads"] != t["linear_num_value_heads"]:
+    if "linear_attn." in name and t["linear_num_key_heads"] != t["linear_num_value_heads"] and not is_next(t):
         dv, key_dim = t["linear_value_head_dim"], t["linear_num_key_heads"] * t["linear_key_head_dim"]
         if name.endswith(("in_proj_qkv.weight", "conv1d.weight")):  # the value rows/channels only
             x = torch.cat([x[:2 * key_dim], tiled_value_heads(x[2 * key_dim:], t, 0, dv)])
@@ -425,8 +554,7 @@ def gguf_value(name, x, t):
 
 def write_gguf(path, cfg, w):
     t = text(cfg)
-    a = "qwen35"
-    rope = t["rope_parameters"]
+    a = "qwen3next" if is_next(t) else "qwen35moe" if t.get("num_experts") else "qwen35"
     md = [("general.architecture", "string", a), ("general.name", "string", "oxinfer reference"),
           (f"{a}.block_count", "u32", t["num_hidden_layers"]), (f"{a}.context_length", "u32", t["max_position_embeddings"]),
           (f"{a}.embedding_length", "u32", t["hidden_size"]), (f"{a}.feed_forward_length", "u32", t["intermediate_size"]),
@@ -434,13 +562,20 @@ def write_gguf(path, cfg, w):
           (f"{a}.attention.head_count_kv", "u32", t["num_key_value_heads"]),
           (f"{a}.attention.key_length", "u32", t["head_dim"]), (f"{a}.attention.value_length", "u32", t["head_dim"]),
           (f"{a}.attention.layer_norm_rms_epsilon", "f32", t["rms_norm_eps"]),
-          (f"{a}.rope.freq_base", "f32", rope["rope_theta"]),
-          (f"{a}.rope.dimension_count", "u32", int(t["head_dim"] * rope["partial_rotary_factor"])),
-          (f"{a}.rope.dimension_sections", "array", ("i32", list(rope["mrope_section"]) + [0])),
+          (f"{a}.rope.freq_base", "f32", rope_settings(t)[0]),
+          (f"{a}.rope.dimension_count", "u32", int(t["head_dim"] * rope_settings(t)[1])),
           (f"{a}.ssm.conv_kernel", "u32", t["linear_conv_kernel_dim"]), (f"{a}.ssm.state_size", "u32", t["linear_key_head_dim"]),
           (f"{a}.ssm.group_count", "u32", t["linear_num_key_heads"]), (f"{a}.ssm.time_step_rank", "u32", t["linear_num_value_heads"]),
           (f"{a}.ssm.inner_size", "u32", t["linear_num_value_heads"] * t["linear_value_head_dim"]),
           (f"{a}.full_attention_interval", "u32", t["full_attention_interval"]), (f"{a}.vocab_size", "u32", t["vocab_size"])]
+    if "rope_parameters" in t:  # Qwen3.5's M-RoPE sections, padded to 4
+        md.append((f"{a}.rope.dimension_sections", "array", ("i32", list(t["rope_parameters"]["mrope_section"]) + [0])))
+    if is_next(t):
+        md.append((f"{a}.expert_weights_norm", "bool", t["norm_topk_prob"]))
+    if t.get("num_experts"):
+        md += [(f"{a}.expert_count", "u32", t["num_experts"]), (f"{a}.expert_used_count", "u32", t["num_experts_per_tok"]),
+               (f"{a}.expert_feed_forward_length", "u32", t["moe_intermediate_size"]),
+               (f"{a}.expert_shared_feed_forward_length", "u32", t["shared_expert_intermediate_size"])]
     types = [3 if tok in base.SPECIALS else 1 for tok in base.VOCAB]  # CONTROL, NORMAL
     md += [("tokenizer.ggml.model", "string", "gpt2"), ("tokenizer.ggml.pre", "string", "qwen35"),
            ("tokenizer.ggml.tokens", "array", ("string", base.VOCAB)), ("tokenizer.ggml.token_type", "array", ("i32", types)),
@@ -459,6 +594,23 @@ def write_gguf(path, cfg, w):
         for hf, gg in GGUF_LAYER.items():
             if p + hf in w:
                 add(f"blk.{i}.{gg}", gguf_value(p + hf, w[p + hf], t))
+        q = p + "linear_attn."
+        if q + "in_proj_qkvz.weight" in w:  # Qwen3-Next: regrouped into attn_qkv (q | k | v) and attn_gate; ba kept
+            hk, hv = t["linear_num_key_heads"], t["linear_num_value_heads"]
+            dk, dv, r = t["linear_key_head_dim"], t["linear_value_head_dim"], hv // hk
+            grouped = w[q + "in_proj_qkvz.weight"].reshape(hk, 2 * dk + 2 * r * dv, -1)
+            parts = torch.split(grouped, [dk, dk, r * dv, r * dv], dim=1)
+            add(f"blk.{i}.attn_qkv.weight", torch.cat([x.reshape(-1, grouped.shape[-1]) for x in parts[:3]]))
+            add(f"blk.{i}.attn_gate.weight", parts[3].reshape(-1, grouped.shape[-1]))
+            add(f"blk.{i}.ssm_ba.weight", w[q + "in_proj_ba.weight"])
+        if p + "mlp.experts.0.gate_proj.weight" in w:  # stacked as llama.cpp's ffn_*_exps
+            for proj, gg in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"), ("down_proj", "ffn_down_exps")):
+                add(f"blk.{i}.{gg}.weight", torch.stack([w[p + f"mlp.experts.{e}.{proj}.weight"] for e in range(t["num_experts"])]))
+        if p + "mlp.experts.gate_up_proj" in w:  # split into llama.cpp's stacked gate and up experts
+            gate_up, mi = w[p + "mlp.experts.gate_up_proj"], t["moe_intermediate_size"]
+            add(f"blk.{i}.ffn_gate_exps.weight", gate_up[:, :mi])
+            add(f"blk.{i}.ffn_up_exps.weight", gate_up[:, mi:])
+            add(f"blk.{i}.ffn_down_exps.weight", w[p + "mlp.experts.down_proj"])
     add("output_norm.weight", gguf_value("model.norm.weight", w["model.norm.weight"], t))
     if "lm_head.weight" in w:
         add("output.weight", w["lm_head.weight"])
@@ -467,7 +619,7 @@ def write_gguf(path, cfg, w):
 
 def text_only_config(cfg):
     t = dict(text(cfg))
-    return dict(t, architectures=["Qwen3_5ForCausalLM"])
+    return dict(t, architectures=["Qwen3_5MoeForCausalLM" if t.get("num_experts") else "Qwen3_5ForCausalLM"])
 
 
 def main():
@@ -479,9 +631,11 @@ def main():
         case = OUT / name
         case.mkdir(exist_ok=True)
         w = pick_weights(cfg, 3500 + 100 * index)
-        write_hf_folder(case / "hf", cfg, released_names(w))
-        write_hf_folder(case / "hf_text", text_only_config(cfg), w)
-        base.write_safetensors(case / "bf16.safetensors", released_names(w), "BF16")
+        released = released_names(w) if "text_config" in cfg else w  # Qwen3-Next is released text-only
+        write_hf_folder(case / "hf", cfg, released)
+        if "text_config" in cfg:
+            write_hf_folder(case / "hf_text", text_only_config(cfg), w)
+        base.write_safetensors(case / "bf16.safetensors", released, "BF16")
         write_gguf(case / "f32.gguf", cfg, w)
         results = {"f32": goldens(cfg, w), "bf16": goldens(cfg, base.bf16_rounded(w))}
         summary = {"prompt": results["f32"]["prompt"]}
