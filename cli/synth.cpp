@@ -13,7 +13,7 @@ namespace oxinfer::cli {
 
 int run_synth(const std::vector<std::string>& argv) {
     auto options = common_options();
-    options.push_back({"arch", "", "ARCH", "llama, qwen2, qwen3, qwen3moe or qwen35 (checked against the shape)"});
+    options.push_back({"arch", "", "ARCH", "llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (checked against the shape)"});
     options.push_back({"shape", "", "NAME", "a real model's shape (see below)"});
     options.push_back({"config", "", "config.json", "a Hugging Face config.json instead of a named shape"});
     options.push_back({"layers", "", "N", "override the number of layers"});

@@ -58,6 +58,15 @@ json shape_config(const std::string& shape) {
     if (shape == "qwen3.5-0.8b") return qwen35_dense(1024, 3584, 24, 8, 2, 16, true);
     if (shape == "qwen3.5-2b") return qwen35_dense(2048, 6144, 24, 8, 2, 16, true);
     if (shape == "qwen3.5-4b") return qwen35_dense(2560, 9216, 32, 16, 4, 32, true);
+    if (shape == "qwen3.5-35b-a3b") {
+        json config = qwen35_dense(2048, 0, 4, 16, 2, 32, false);
+        config["architectures"] = {"Qwen3_5MoeForCausalLM"};
+        config["model_type"] = "qwen3_5_moe_text";
+        config.erase("intermediate_size");
+        config.update({{"num_experts", 256}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 512},
+                       {"shared_expert_intermediate_size", 512}});
+        return config;
+    }
     if (shape == "qwen3-0.6b") return qwen3_dense(1024, 3072, 28, true);
     if (shape == "qwen3-1.7b") return qwen3_dense(2048, 6144, 28, true);
     if (shape == "llama-3.2-1b")
@@ -90,88 +99,101 @@ struct SynthTensor {
     bool f32_in_gguf = false;  // small random tensors llama.cpp keeps in f32 (the DeltaNet's conv, A, dt bias)
 };
 
-bool is_qwen35(const TransformerConfig& c) { return c.architecture == "Qwen3_5ForCausalLM"; }
+bool is_qwen35(const TransformerConfig& c) { return c.architecture == "Qwen3_5ForCausalLM" || c.architecture == "Qwen3_5MoeForCausalLM"; }
 
 // Gated DeltaNet layers: every layer but each full_attention_interval-th.
 bool linear_attention_layer(const TransformerConfig& c, int64_t layer) {
     return is_qwen35(c) && (layer + 1) % c.raw.value("full_attention_interval", int64_t{4}) != 0;
 }
 
-// The tensors of the config in Hugging Face names (experts one by one) or llama.cpp's (stacked).
+// The tensors of the config in Hugging Face names or llama.cpp's. Experts: Qwen3-MoE one tensor
+// each (transformers 4), Qwen3.5-MoE fused gate_up_proj / down_proj (transformers 5), GGUF stacked.
 std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
     const std::string arch = gguf ? *gguf_architecture(c.architecture) : "";
     auto name = [&](const std::string& hf) { return gguf ? *gguf_tensor_name(hf, arch) : hf; };
     const int64_t h = c.hidden_size, hd = c.head_dim;
     std::vector<SynthTensor> out;
-    out.push_back({name("model.embed_tokens.weight"), {c.vocab_size, h}, false});
-    const bool moe = c.architecture == "Qwen3MoeForCausalLM";
-    const bool qwen3 = c.architecture == "Qwen3ForCausalLM" || moe || is_qwen35(c);
+    const auto add = [&](const std::string& hf, std::vector<int64_t> shape) { out.push_back({name(hf), std::move(shape), false}); };
+    const auto add_norm = [&](const std::string& hf, int64_t size) { out.push_back({name(hf), {size}, true}); };
+    const bool qwen3 = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM" || is_qwen35(c);
     const bool bias = c.architecture == "Qwen2ForCausalLM";
+    const nlohmann::json& r = c.raw;
+
+    const auto delta_net = [&](const std::string& q) {
+        const int64_t keys = r.value("linear_num_key_heads", int64_t{0}) * r.value("linear_key_head_dim", int64_t{0});
+        const int64_t value_heads = r.value("linear_num_value_heads", int64_t{0});
+        const int64_t values = value_heads * r.value("linear_value_head_dim", int64_t{0});
+        const int64_t kernel = r.value("linear_conv_kernel_dim", int64_t{0});
+        add(q + "in_proj_qkv.weight", {2 * keys + values, h});
+        add(q + "in_proj_z.weight", {values, h});
+        add(q + "in_proj_b.weight", {value_heads, h});
+        add(q + "in_proj_a.weight", {value_heads, h});
+        if (gguf) out.push_back({name(q + "conv1d.weight"), {2 * keys + values, kernel}, false, true});
+        else add(q + "conv1d.weight", {2 * keys + values, 1, kernel});
+        out.push_back({name(q + "A_log"), {value_heads}, false, true});
+        out.push_back({name(q + "dt_bias"), {value_heads}, false, true});
+        add_norm(q + "norm.weight", r.value("linear_value_head_dim", int64_t{0}));
+        add(q + "out_proj.weight", {h, values});
+    };
+    const auto attention = [&](const std::string& q) {
+        // Qwen3.5's q_proj yields a query and an output gate per head.
+        add(q + "q_proj.weight", {c.num_attention_heads * hd * (is_qwen35(c) ? 2 : 1), h});
+        add(q + "k_proj.weight", {c.num_key_value_heads * hd, h});
+        add(q + "v_proj.weight", {c.num_key_value_heads * hd, h});
+        if (bias) {
+            add_norm(q + "q_proj.bias", c.num_attention_heads * hd);
+            add_norm(q + "k_proj.bias", c.num_key_value_heads * hd);
+            add_norm(q + "v_proj.bias", c.num_key_value_heads * hd);
+        }
+        add(q + "o_proj.weight", {h, c.num_attention_heads * hd});
+        if (qwen3) {
+            add_norm(q + "q_norm.weight", hd);
+            add_norm(q + "k_norm.weight", hd);
+        }
+    };
+    const auto feed_forward = [&](const std::string& p) {
+        if (c.num_experts <= 0) {
+            add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
+            add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
+            add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+            return;
+        }
+        const int64_t e = c.num_experts, mi = c.moe_intermediate_size;
+        out.push_back({name(p + "mlp.gate.weight"), {e, h}, false, true});  // routers stay f32, as llama.cpp keeps them
+        if (gguf) {
+            add(p + "mlp.experts.gate_proj.weight", {e, mi, h});
+            add(p + "mlp.experts.up_proj.weight", {e, mi, h});
+            add(p + "mlp.experts.down_proj.weight", {e, h, mi});
+        } else if (is_qwen35(c)) {
+            add(p + "mlp.experts.gate_up_proj", {e, 2 * mi, h});
+            add(p + "mlp.experts.down_proj", {e, h, mi});
+        } else {
+            for (int64_t j = 0; j < e; ++j) {
+                const std::string q = p + "mlp.experts." + std::to_string(j) + ".";
+                add(q + "gate_proj.weight", {mi, h});
+                add(q + "up_proj.weight", {mi, h});
+                add(q + "down_proj.weight", {h, mi});
+            }
+        }
+        if (const int64_t shared = r.value("shared_expert_intermediate_size", int64_t{0}); shared > 0) {
+            add(p + "mlp.shared_expert.gate_proj.weight", {shared, h});
+            add(p + "mlp.shared_expert.up_proj.weight", {shared, h});
+            add(p + "mlp.shared_expert.down_proj.weight", {h, shared});
+            out.push_back({name(p + "mlp.shared_expert_gate.weight"), {1, h}, false, true});
+        }
+    };
+
+    add("model.embed_tokens.weight", {c.vocab_size, h});
     for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
-        out.push_back({name(p + "input_layernorm.weight"), {h}, true});
-        if (linear_attention_layer(c, i)) {
-            const nlohmann::json& r = c.raw;
-            const int64_t keys = r.value("linear_num_key_heads", int64_t{0}) * r.value("linear_key_head_dim", int64_t{0});
-            const int64_t value_heads = r.value("linear_num_value_heads", int64_t{0});
-            const int64_t values = value_heads * r.value("linear_value_head_dim", int64_t{0});
-            const int64_t kernel = r.value("linear_conv_kernel_dim", int64_t{0});
-            const std::string q = p + "linear_attn.";
-            out.push_back({name(q + "in_proj_qkv.weight"), {2 * keys + values, h}, false});
-            out.push_back({name(q + "in_proj_z.weight"), {values, h}, false});
-            out.push_back({name(q + "in_proj_b.weight"), {value_heads, h}, false});
-            out.push_back({name(q + "in_proj_a.weight"), {value_heads, h}, false});
-            if (gguf) out.push_back({name(q + "conv1d.weight"), {2 * keys + values, kernel}, false, true});
-            else out.push_back({name(q + "conv1d.weight"), {2 * keys + values, 1, kernel}, false});
-            out.push_back({name(q + "A_log"), {value_heads}, false, true});
-            out.push_back({name(q + "dt_bias"), {value_heads}, false, true});
-            out.push_back({name(q + "norm.weight"), {r.value("linear_value_head_dim", int64_t{0})}, true});
-            out.push_back({name(q + "out_proj.weight"), {h, values}, false});
-            out.push_back({name(p + "post_attention_layernorm.weight"), {h}, true});
-            out.push_back({name(p + "mlp.gate_proj.weight"), {c.intermediate_size, h}, false});
-            out.push_back({name(p + "mlp.up_proj.weight"), {c.intermediate_size, h}, false});
-            out.push_back({name(p + "mlp.down_proj.weight"), {h, c.intermediate_size}, false});
-            continue;
-        }
-        // Qwen3.5's q_proj yields a query and an output gate per head.
-        const int64_t q_rows = c.num_attention_heads * hd * (is_qwen35(c) ? 2 : 1);
-        out.push_back({name(p + "self_attn.q_proj.weight"), {q_rows, h}, false});
-        out.push_back({name(p + "self_attn.k_proj.weight"), {c.num_key_value_heads * hd, h}, false});
-        out.push_back({name(p + "self_attn.v_proj.weight"), {c.num_key_value_heads * hd, h}, false});
-        if (bias) {
-            out.push_back({name(p + "self_attn.q_proj.bias"), {c.num_attention_heads * hd}, true});
-            out.push_back({name(p + "self_attn.k_proj.bias"), {c.num_key_value_heads * hd}, true});
-            out.push_back({name(p + "self_attn.v_proj.bias"), {c.num_key_value_heads * hd}, true});
-        }
-        out.push_back({name(p + "self_attn.o_proj.weight"), {h, c.num_attention_heads * hd}, false});
-        if (qwen3) {
-            out.push_back({name(p + "self_attn.q_norm.weight"), {hd}, true});
-            out.push_back({name(p + "self_attn.k_norm.weight"), {hd}, true});
-        }
-        out.push_back({name(p + "post_attention_layernorm.weight"), {h}, true});
-        if (moe) {
-            const int64_t e = c.num_experts, mi = c.moe_intermediate_size;
-            out.push_back({name(p + "mlp.gate.weight"), {e, h}, false});
-            if (gguf) {
-                out.push_back({name(p + "mlp.experts.gate_proj.weight"), {e, mi, h}, false});
-                out.push_back({name(p + "mlp.experts.up_proj.weight"), {e, mi, h}, false});
-                out.push_back({name(p + "mlp.experts.down_proj.weight"), {e, h, mi}, false});
-            } else {
-                for (int64_t j = 0; j < e; ++j) {
-                    const std::string q = p + "mlp.experts." + std::to_string(j) + ".";
-                    out.push_back({q + "gate_proj.weight", {mi, h}, false});
-                    out.push_back({q + "up_proj.weight", {mi, h}, false});
-                    out.push_back({q + "down_proj.weight", {h, mi}, false});
-                }
-            }
-        } else {
-            out.push_back({name(p + "mlp.gate_proj.weight"), {c.intermediate_size, h}, false});
-            out.push_back({name(p + "mlp.up_proj.weight"), {c.intermediate_size, h}, false});
-            out.push_back({name(p + "mlp.down_proj.weight"), {h, c.intermediate_size}, false});
-        }
+        add_norm(p + "input_layernorm.weight", h);
+        if (linear_attention_layer(c, i)) delta_net(p + "linear_attn.");
+        else attention(p + "self_attn.");
+        add_norm(p + "post_attention_layernorm.weight", h);
+        feed_forward(p);
     }
-    out.push_back({name("model.norm.weight"), {h}, true});
-    if (!c.tie_word_embeddings) out.push_back({name("lm_head.weight"), {c.vocab_size, h}, false});
+    add_norm("model.norm.weight", h);
+    if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
     return out;
 }
 
@@ -247,6 +269,8 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
         writer.add_u32(arch + ".expert_count", static_cast<uint32_t>(c.num_experts));
         writer.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(c.num_experts_per_token));
         writer.add_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(c.moe_intermediate_size));
+        if (const int64_t shared = c.raw.value("shared_expert_intermediate_size", int64_t{0}); shared > 0)
+            writer.add_u32(arch + ".expert_shared_feed_forward_length", static_cast<uint32_t>(shared));
     }
     const auto gguf_type = [&](const SynthTensor& t) { return t.norm || t.f32_in_gguf ? DType::F32 : options.type; };
     for (const SynthTensor& t : tensors) writer.add_tensor(t.name, gguf_type(t), t.shape);
@@ -318,6 +342,7 @@ const std::vector<SynthShape>& synth_shapes() {
         {"qwen3.5-0.8b", "qwen35", "Qwen/Qwen3.5-0.8B (text)"},
         {"qwen3.5-2b", "qwen35", "Qwen/Qwen3.5-2B (text)"},
         {"qwen3.5-4b", "qwen35", "Qwen/Qwen3.5-4B (text)"},
+        {"qwen3.5-35b-a3b", "qwen35moe", "Qwen/Qwen3.5-35B-A3B (text) with 4 of its 40 layers (--layers changes it)"},
     };
     return shapes;
 }
@@ -339,8 +364,8 @@ void write_synthetic_checkpoint(const json& config, const std::filesystem::path&
     const TransformerConfig c = transformer_config_from_hf(config, "config");
     if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen3ForCausalLM" &&
         c.architecture != "Qwen3MoeForCausalLM" && !is_qwen35(c))
-        throw Error("config", "synth writes LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM and "
-                              "Qwen3_5ForCausalLM, not '" + c.architecture + "'");
+        throw Error("config", "synth writes LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+                              "Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM, not '" + c.architecture + "'");
     if (!can_quantize(options.type))
         throw Error(std::string(dtype_name(options.type)), "synth cannot write this type (f32, f16, bf16, q8_0, q4_0, q4_k)");
     ThreadPool pool(options.threads);
