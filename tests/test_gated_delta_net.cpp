@@ -2,7 +2,8 @@
 // here from the definitions (transformers' torch_recurrent_gated_delta_rule and the causal
 // depthwise conv1d): the delta rule for one token and for sequences that cross the 64-token chunk
 // (1, 2, 63, 64, 65, 130 and 200 tokens, fed whole and split in pieces that continue the state),
-// with grouped and tiled key heads, dk != dv, 1 and 2 threads; the conv with its state across calls of
+// with grouped and tiled key heads, dk != dv (sizes off the 8- and 16-lane blocks), 1 and 2 threads,
+// at every kernel level; the conv with its state across calls of
 // 1, 2 and 5 tokens.
 //
 // Tolerance: 2e-5 relative to the largest output (plus the same on the state). The state is a sum
@@ -12,6 +13,7 @@
 
 #include "kernels/gated_delta_net.h"
 #include "kernels/thread_pool.h"
+#include "kernel_levels.h"
 
 #include <QObject>
 #include <QTest>
@@ -126,8 +128,9 @@ private slots:
         QFETCH(int, piece);
         QFETCH(int, threads);
         ThreadPool pool(threads);
+        for (const test::KernelLevel& level : test::kernel_levels())
         for (const DeltaRuleShape shape : {DeltaRuleShape{4, 2, 16, 8}, DeltaRuleShape{6, 2, 16, 8, true}, DeltaRuleShape{3, 3, 5, 9},
-                                           DeltaRuleShape{2, 1, 128, 128}}) {
+                                           DeltaRuleShape{2, 1, 128, 128}, DeltaRuleShape{2, 2, 33, 40}}) {
             const Inputs in = make_inputs(shape, tokens, static_cast<uint32_t>(tokens * 7 + shape.key_dim));
             std::vector<double> expected_state(in.state.begin(), in.state.end());
             const std::vector<double> expected = reference(in, expected_state);
@@ -137,14 +140,15 @@ private slots:
             for (int64_t first = 0; first < tokens; first += step) {
                 const int64_t n = std::min<int64_t>(step, tokens - first);
                 const int64_t key_row = shape.key_heads * shape.key_dim, value_row = shape.value_heads * shape.value_dim;
-                gated_delta_rule(shape, in.q.data() + first * key_row, in.k.data() + first * key_row, in.v.data() + first * value_row,
+                gated_delta_rule_with(*level.ops, shape, in.q.data() + first * key_row, in.k.data() + first * key_row, in.v.data() + first * value_row,
                                  in.g.data() + first * shape.value_heads, in.beta.data() + first * shape.value_heads, n, state.data(),
                                  out.data() + first * value_row, pool);
             }
             const double out_error = relative_error(out, expected), state_error = relative_error(state, expected_state);
             worst_delta_rule_error = std::max({worst_delta_rule_error, out_error, state_error});
             if (out_error > 2e-5 || state_error > 2e-5)
-                QFAIL(qPrintable(QString("shape %1/%2/%3/%4: output error %5, state error %6")
+                QFAIL(qPrintable(QString("%1, shape %2/%3/%4/%5: output error %6, state error %7")
+                                     .arg(QString::fromStdString(level.name))
                                      .arg(shape.value_heads).arg(shape.key_heads).arg(shape.key_dim).arg(shape.value_dim)
                                      .arg(out_error).arg(state_error)));
         }

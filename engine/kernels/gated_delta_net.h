@@ -2,7 +2,7 @@
 // The kernels of the Gated DeltaNet (Qwen3.5 and Qwen3-Next linear-attention layers): the causal
 // depthwise convolution with its rolling state, L2 normalisation, and the gated delta rule over a
 // float32 state, in its recurrent form (a token at a time) and its chunked form (prefill).
-// Portable C++ written so that the inner loops (over key or value dimensions) vectorise.
+// The delta rule runs per value head on the active ISA level's kernels (kernels/delta_rule_impl.h).
 
 #include <cstdint>
 
@@ -42,5 +42,10 @@ struct DeltaRuleShape {
 // chunks), which gives the same values up to rounding. Heads run in parallel on the pool.
 void gated_delta_rule(const DeltaRuleShape& shape, const float* q, const float* k, const float* v, const float* g,
                       const float* beta, int64_t tokens, float* state, float* out, ThreadPool& pool);
+
+struct OpsTable;
+// gated_delta_rule() with the per-head kernels of a given level (tests compare levels through it).
+void gated_delta_rule_with(const OpsTable& table, const DeltaRuleShape& shape, const float* q, const float* k, const float* v,
+                           const float* g, const float* beta, int64_t tokens, float* state, float* out, ThreadPool& pool);
 
 }  // namespace oxinfer::kernels

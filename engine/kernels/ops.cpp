@@ -22,6 +22,7 @@ OpsTable build_table(Isa isa, Fill... fill) {
         throw Error("cpu", "the " + std::string(isa_name(isa)) + " kernels are not available on this CPU or in this build");
     OpsTable table{};
     fill_ops_scalar(table);
+    fill_delta_rule_scalar(table);
     (fill(table), ...);
     return table;
 }
@@ -38,15 +39,15 @@ const OpsTable& ops_table(Isa isa) {
         }
 #if defined(__x86_64__) || defined(_M_X64)
         case Isa::Avx2: {
-            static const OpsTable table = build_table(Isa::Avx2, fill_ops_avx2);
+            static const OpsTable table = build_table(Isa::Avx2, fill_ops_avx2, fill_delta_rule_avx2);
             return table;
         }
         case Isa::Avx512: {
-            static const OpsTable table = build_table(Isa::Avx512, fill_ops_avx2, fill_ops_avx512);
+            static const OpsTable table = build_table(Isa::Avx512, fill_ops_avx2, fill_delta_rule_avx2, fill_ops_avx512);
             return table;
         }
         case Isa::Avx512Bf16: {
-            static const OpsTable table = build_table(Isa::Avx512Bf16, fill_ops_avx2, fill_ops_avx512);
+            static const OpsTable table = build_table(Isa::Avx512Bf16, fill_ops_avx2, fill_delta_rule_avx2, fill_ops_avx512);
             return table;
         }
 #endif

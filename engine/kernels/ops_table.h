@@ -15,6 +15,17 @@ namespace oxinfer::kernels {
 // Index of a KV-cache element type in the kv_dot/kv_axpy arrays.
 enum KvType : int { KvF32 = 0, KvF16 = 1, KvBf16 = 2, KvTypeCount = 3 };
 
+// One value head of the gated delta rule (kernels/gated_delta_net.h): its inputs from the first
+// token on, consecutive tokens `*_stride` floats apart, its state [dk][dv] and its output rows.
+struct DeltaRuleHead {
+    const float *q, *k, *v, *g, *beta;
+    int64_t key_stride, value_stride, gate_stride;
+    int64_t key_dim, value_dim;
+    float* state;
+    float* out;
+    int64_t out_stride;
+};
+
 struct OpsTable {
     void (*rms_norm)(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps, bool weight_offset_one);
     void (*layer_norm)(const float* x, const float* weight, const float* bias, float* y, int64_t rows, int64_t n, float eps);
@@ -45,7 +56,14 @@ struct OpsTable {
     void (*kv_dot[KvTypeCount])(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores);
     void (*kv_axpy[KvTypeCount])(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim,
                                  float* acc);
+
+    // The gated delta rule for one head: one token (the recurrence), or a chunk of up to 64 tokens
+    // (the chunked form); scratch holds delta_rule_scratch_floats(dk, dv) floats.
+    void (*delta_rule_step)(const DeltaRuleHead& head, float* scratch);
+    void (*delta_rule_chunk)(const DeltaRuleHead& head, int64_t tokens, float* scratch);
 };
+
+int64_t delta_rule_scratch_floats(int64_t key_dim, int64_t value_dim);
 
 // The table of a level this build contains and this CPU supports (built on first use); throws
 // oxinfer::Error for any other level, so that no SIMD code runs on a CPU without it.
@@ -64,8 +82,10 @@ void rope_angles(int64_t position, const float* inv_freq, int64_t half, float at
 // Filled by each level's own file. Each fill function is itself compiled for its ISA: call it only
 // on a CPU that has it (ops_table() does).
 void fill_ops_scalar(OpsTable& table);
+void fill_delta_rule_scalar(OpsTable& table);  // kernels/gated_delta_net.cpp
 #if defined(__x86_64__) || defined(_M_X64)
 void fill_ops_avx2(OpsTable& table);
+void fill_delta_rule_avx2(OpsTable& table);  // kernels/x86/delta_rule_avx2.cpp
 void fill_ops_avx512(OpsTable& table);
 #endif
 #if defined(__aarch64__)
