@@ -24,21 +24,20 @@ constexpr int64_t delta_scratch_floats(int64_t dk, int64_t dv) {
     return kDeltaChunk * (3 * dk + 2 * dv + kDeltaChunk + 2) + dk * kDeltaChunk;
 }
 
+// One token: S ← exp(g) S; u = β (v − Sᵀk); S ← S + k uᵀ; o = Sᵀq. The state (the bulk of the
+// memory traffic when decoding) is read once, then read and written once.
 template <class Ops>
 void delta_rule_step(const DeltaRuleHead& h, float* scratch) {
     const int64_t dk = h.key_dim, dv = h.value_dim;
     float* memory = scratch;
     const float decay = expf(h.g[0]);
     memset(memory, 0, static_cast<size_t>(dv) * sizeof(float));
-    for (int64_t i = 0; i < dk; ++i) {
-        float* row = h.state + i * dv;
-        for (int64_t j = 0; j < dv; ++j) row[j] *= decay;
-        Ops::axpy(memory, h.k[i], row, dv);  // Sᵀk
-    }
-    for (int64_t j = 0; j < dv; ++j) memory[j] = h.beta[0] * (h.v[j] - memory[j]);  // u = β(v − Sᵀk)
+    for (int64_t i = 0; i < dk; ++i) Ops::axpy(memory, h.k[i], h.state + i * dv, dv);  // Sᵀk before the decay
+    for (int64_t j = 0; j < dv; ++j) memory[j] = h.beta[0] * (h.v[j] - decay * memory[j]);  // u
     memset(h.out, 0, static_cast<size_t>(dv) * sizeof(float));
     for (int64_t i = 0; i < dk; ++i) {
         float* row = h.state + i * dv;
+        for (int64_t j = 0; j < dv; ++j) row[j] *= decay;
         Ops::axpy(row, h.k[i], memory, dv);  // S += k uᵀ
         Ops::axpy(h.out, h.q[i], row, dv);   // o = Sᵀq
     }
