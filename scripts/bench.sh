@@ -9,18 +9,18 @@
 #   LLAMA_BENCH=~/llama.cpp/build/bin/llama-bench scripts/bench.sh
 #
 # --quick: Qwen3-0.6B in bf16 and q4_k only, 2 repetitions: about 2 minutes on 2 cores, 4-10
-# with llama.cpp (its bf16 is slow on AVX2). The full run (both shapes, bf16/q8_0/q4_k, 5
-# repetitions): about 15 minutes on 2 cores, about 35 with llama.cpp. Run it on an idle machine:
+# with llama.cpp (its bf16 is slow on AVX2). The full run (the three shapes, bf16/q8_0/q4_k, 5
+# repetitions): about 25 minutes on 2 cores, about 55 with llama.cpp. Run it on an idle machine:
 # other load changes these numbers a lot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The model shapes: "label arch shape" (shape: an `oxinfer synth --shape` name, or a
-# config.json path for --config). Add Qwen3.5-0.8B and Gemma-4-E2B here when `oxinfer synth`
-# knows their shapes.
+# config.json path for --config). Add Gemma-4-E2B here when `oxinfer synth` knows its shape.
 BENCH_MODELS=(
   "Qwen3-0.6B qwen3 qwen3-0.6b"
   "Llama-3.2-1B llama llama-3.2-1b"
+  "Qwen3.5-0.8B qwen35 qwen3.5-0.8b"
 )
 BENCH_TYPES=(bf16 q8_0 q4_k)
 QUICK_MODELS=("${BENCH_MODELS[0]}")

@@ -491,16 +491,6 @@ def pick_weights(cfg, first_seed):
     raise SystemExit("no usable seed")
 
 
-def write_hf_folder(folder, cfg, tensors):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    eos = [base.EOS, base.VOCAB.index("<|endoftext|>")]
-    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": eos, "pad_token_id": eos[1]}, indent=2) + "\n")
-    (folder / "tokenizer.json").write_text(json.dumps(base.tokenizer_json(), ensure_ascii=False) + "\n")
-    (folder / "tokenizer_config.json").write_text(json.dumps(base.tokenizer_config_json(), indent=2) + "\n")
-    base.write_safetensors(folder / "model.safetensors", tensors, "F32")
-
-
 # ---- GGUF, as llama.cpp's converter writes qwen35 (conversion/qwen.py, gguf-py constants) ----
 
 GGUF_LAYER = {
@@ -632,9 +622,9 @@ def main():
         case.mkdir(exist_ok=True)
         w = pick_weights(cfg, 3500 + 100 * index)
         released = released_names(w) if "text_config" in cfg else w  # Qwen3-Next is released text-only
-        write_hf_folder(case / "hf", cfg, released)
+        base.write_hf_folder(case / "hf", cfg, released)
         if "text_config" in cfg:
-            write_hf_folder(case / "hf_text", text_only_config(cfg), w)
+            base.write_hf_folder(case / "hf_text", text_only_config(cfg), w)
         base.write_safetensors(case / "bf16.safetensors", released, "BF16")
         write_gguf(case / "f32.gguf", cfg, w)
         results = {"f32": goldens(cfg, w), "bf16": goldens(cfg, base.bf16_rounded(w))}
