@@ -1,4 +1,4 @@
-// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-t N] [--json]: prompt processing (pp) and
+// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-t N] [--mtp] [--json]: prompt processing (pp) and
 // generation (tg) speed as llama-bench measures them. pp: p tokens in one prefill into an empty
 // cache. tg: n tokens decoded one at a time from an empty cache. One untimed warm-up run each,
 // then r timed repetitions; tokens/s as mean and sample standard deviation.
@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 namespace oxinfer::cli {
@@ -23,6 +24,7 @@ struct Measurement {
     std::string test;
     double mean = 0, stddev = 0;
     std::vector<double> samples;  // tokens/s of each timed run, as llama-bench's samples_ts
+    std::optional<double> draft_acceptance;  // tgN+mtp: accepted / drafted over the timed runs
 };
 
 Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<void()>& run) {
@@ -70,12 +72,34 @@ int run_model_bench(const Args& args) {
             for (int64_t i = 0; i < generate; ++i) session.evaluate(std::span(ids.data() + i, 1));
         }));
 
+    // --mtp: greedy generation drafting with the MTP head (GenerateOptions::draft) from a one-token
+    // prompt; its tokens/s against tgN's is the speed-up, at the acceptance this model gives.
+    if (generate > 0 && args.flag("mtp")) {
+        if (!model->has_draft_head()) throw Error(args.required("model"), "has no multi-token-prediction head for --mtp");
+        GenerateOptions draft;
+        draft.max_tokens = generate;
+        draft.stop_at_model_stop_tokens = false;
+        draft.draft = true;
+        int64_t drafted = 0, accepted = 0;
+        Measurement m = measure("tg" + std::to_string(generate) + "+mtp", repetitions, generate, [&] {
+            session.reset();
+            const GenerationResult result = session.generate(std::span(ids.data(), 1), draft);
+            drafted += result.stats.draft_tokens;
+            accepted += result.stats.accepted_draft_tokens;
+        });
+        m.draft_acceptance = drafted ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
+        results.push_back(m);
+    }
+
     const std::string type = model->weight_type();
     if (args.flag("json")) {
         nlohmann::json out = nlohmann::json::array();
-        for (const Measurement& m : results)
-            out.push_back({{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"samples_ts", m.samples},
-                           {"threads", model->threads()}, {"model_bytes", model->weight_bytes()}, {"type", type}});
+        for (const Measurement& m : results) {
+            nlohmann::json row = {{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"samples_ts", m.samples},
+                                  {"threads", model->threads()}, {"model_bytes", model->weight_bytes()}, {"type", type}};
+            if (m.draft_acceptance) row["draft_acceptance"] = *m.draft_acceptance;
+            out.push_back(row);
+        }
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
@@ -84,6 +108,8 @@ int run_model_bench(const Args& args) {
         std::printf("| %s | %.2f GiB | %s | %d | %s | %.2f ± %.2f |\n", model->config().architecture.c_str(),
                     static_cast<double>(model->weight_bytes()) / (1024.0 * 1024.0 * 1024.0), type.c_str(), model->threads(), m.test.c_str(),
                     m.mean, m.stddev);
+    for (const Measurement& m : results)
+        if (m.draft_acceptance) std::printf("\n%s: %.0f%% of the MTP head's drafts accepted\n", m.test.c_str(), 100 * *m.draft_acceptance);
     return 0;
 }
 

@@ -17,7 +17,12 @@
 // (before each prompt's last token); multi-turn reuse and truncation are checked against the
 // goldens, which a full recompute equals.
 
+#include "kernels/thread_pool.h"
+#include "models/causal_lm.h"
+
+#include <oxinfer/checkpoint.h>
 #include <oxinfer/llm.h>
+#include <oxinfer/model_config.h>
 #include <oxinfer/npy.h>
 
 #include <nlohmann/json.hpp>
@@ -189,6 +194,93 @@ private slots:
         QCOMPARE(again.stats.reused_prompt_tokens, static_cast<int64_t>(golden.prompt.size() - 1));
         QCOMPARE(again.tokens, first.tokens);
         QCOMPARE(first.tokens, std::vector<int32_t>(golden.greedy.begin(), golden.greedy.begin() + 6));
+
+        // Inside a short evaluation (2 to 4 tokens, as a speculative verification) every position
+        // can be returned to: the states after each of its tokens are kept.
+        oxinfer::Session verify(*model);
+        verify.evaluate(slice(golden.sequence, 0, 100));
+        verify.evaluate(slice(golden.sequence, 100, 103));
+        QCOMPARE(verify.truncate(101), int64_t{101});
+        rest = verify.evaluate(slice(golden.sequence, 101, golden.sequence.size()), true);
+        QVERIFY(rows_error(rest, golden, 101, golden.sequence.size() - 101, vocab) <= kTolerance);
+    }
+
+    // The MTP head (mtp.*, trained by the reference to agree with the model; nextn in GGUF) against
+    // the reference: its logits at every position of the golden sequence, one position at a time
+    // and all at once, from the engine's own hidden states; then generation with drafting gives the
+    // same 32 greedy tokens as without, with exactly the reference's drafts and accepted drafts.
+    void mtp_head_matches_reference_data() {
+        QTest::addColumn<QString>("source");
+        QTest::newRow("hf") << "hf";
+        QTest::newRow("hf_text") << "hf_text";
+        QTest::newRow("gguf") << "f32.gguf";
+    }
+
+    void mtp_head_matches_reference() {
+        QFETCH(QString, source);
+        const fs::path path = kDir / "qwen3_5" / source.toStdString();
+        const Golden golden = load_golden("qwen3_5", "f32");
+        const oxinfer::NpyArray expected = oxinfer::read_npy_f32(kDir / "qwen3_5" / "f32_mtp_logits.npy");
+        std::ifstream in(kDir / "qwen3_5" / "golden.json");
+        const json mtp = json::parse(in)["f32"]["mtp"];
+
+        const auto checkpoint = oxinfer::Checkpoint::open(path);
+        const oxinfer::TransformerConfig config = oxinfer::read_transformer_config(*checkpoint);
+        oxinfer::ThreadPool pool(2);
+        auto lm = oxinfer::models::create_causal_lm(*checkpoint, config, {}, pool);
+        oxinfer::models::DraftHead* head = lm->draft_head();
+        QVERIFY(head);
+        const int64_t vocab = config.vocab_size, d = config.hidden_size, n = static_cast<int64_t>(golden.sequence.size());
+        QCOMPARE(expected.shape, (std::vector<int64_t>{n - 1, vocab}));
+        auto state = lm->new_state(oxinfer::DType::F32, 512);
+        std::vector<float> logits(static_cast<size_t>(n * vocab)), hidden(static_cast<size_t>(n * d));
+        lm->forward(golden.sequence.data(), n, *state, logits.data(), true, hidden.data());
+
+        auto draft = head->new_state(oxinfer::DType::F32, 512);
+        std::vector<float> step(static_cast<size_t>(vocab));
+        double error = 0;
+        for (int64_t i = 0; i + 1 < n; ++i) {
+            head->forward(hidden.data() + i * d, golden.sequence.data() + i + 1, 1, *draft, step.data());
+            for (int64_t j = 0; j < vocab; ++j)
+                error = std::max(error, std::fabs(double(step[j]) - expected.values[static_cast<size_t>(i * vocab + j)]));
+        }
+        auto batch = head->new_state(oxinfer::DType::F32, 512);
+        head->forward(hidden.data(), golden.sequence.data() + 1, n - 1, *batch, step.data());
+        for (int64_t j = 0; j < vocab; ++j)
+            error = std::max(error, std::fabs(double(step[j]) - expected.values[static_cast<size_t>((n - 2) * vocab + j)]));
+        // The head's input is the engine's own hidden state (float32, like the main logits within
+        // ~5e-5 of the float64 reference) and its logits reach 18 where the model's reach 13: the
+        // same rounding, scaled, gives up to ~1.2e-4; 2e-4 allows for it. A wrong weight, norm or
+        // position moves them by whole units.
+        qInfo("%s: MTP logits max |diff| %.3g", qPrintable(source), error);
+        QVERIFY(error <= 2 * kTolerance);
+
+        oxinfer::LoadOptions options;
+        options.threads = 2;
+        auto model = oxinfer::Model::load(path.string(), options);
+        oxinfer::Session session(*model);
+        oxinfer::GenerateOptions generate;
+        generate.max_tokens = static_cast<int64_t>(golden.greedy.size());
+        generate.stop_at_model_stop_tokens = false;
+        generate.draft = true;
+        const auto result = session.generate(golden.prompt, generate);
+        QCOMPARE(result.tokens, golden.greedy);
+        qInfo("%s: %lld drafts, %lld accepted", qPrintable(source), static_cast<long long>(result.stats.draft_tokens),
+              static_cast<long long>(result.stats.accepted_draft_tokens));
+        QVERIFY(mtp["min_draft_gap"].get<double>() > 2 * kTolerance);
+        QCOMPARE(result.stats.draft_tokens, mtp["drafts"].get<int64_t>());
+        QCOMPARE(result.stats.accepted_draft_tokens, mtp["accepted"].get<int64_t>());
+        // The session holds what plain decoding leaves: the prompt and the tokens but the last.
+        std::vector<int32_t> expected_tokens = golden.prompt;
+        expected_tokens.insert(expected_tokens.end(), golden.greedy.begin(), golden.greedy.end() - 1);
+        QCOMPARE(session.tokens(), expected_tokens);
+        // A second turn drafts on from the cached states.
+        std::vector<int32_t> second = expected_tokens;
+        second.push_back(golden.greedy.back());
+        generate.max_tokens = 4;
+        const auto more = session.generate(second, generate);
+        QCOMPARE(more.stats.reused_prompt_tokens, static_cast<int64_t>(second.size() - 1));
+        QCOMPARE(more.tokens.size(), size_t{4});
     }
 };
 

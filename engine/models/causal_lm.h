@@ -36,14 +36,30 @@ struct ModelLoadSettings {
     std::optional<DType> convert_weights;  // --quant
 };
 
+// A multi-token-prediction head (Qwen3.5's mtp.*): from the model's final-normed hidden state at
+// position i and the token at position i + 1 it predicts the token at i + 2. It keeps its own
+// sequence state, one position per main-model position it has seen.
+class DraftHead {
+public:
+    virtual ~DraftHead() = default;
+    virtual std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const = 0;
+    // Runs `count` positions after the state's: hidden [count][hidden_size] and next_tokens[count];
+    // writes the last position's logits [vocab] (when logits is not null).
+    virtual void forward(const float* hidden, const int32_t* next_tokens, int64_t count, SequenceState& state, float* logits) = 0;
+};
+
 class CausalLm {
 public:
     virtual ~CausalLm() = default;
     virtual const TransformerConfig& config() const = 0;
     virtual std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const = 0;
     // Runs `count` tokens after the state's positions, appends them to it, and writes logits:
-    // [count][vocab] when all_positions, else the last position's [vocab].
-    virtual void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions) = 0;
+    // [count][vocab] when all_positions, else the last position's [vocab]. `hidden`, when given and
+    // the model has a draft head, receives the final-normed hidden states [count][hidden_size].
+    virtual void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions,
+                         float* hidden = nullptr) = 0;
+    // The model's multi-token-prediction head; null when it has none.
+    virtual DraftHead* draft_head() { return nullptr; }
     virtual uint64_t mapped_weight_bytes() const = 0;
     virtual uint64_t owned_weight_bytes() const = 0;
     virtual std::string weight_type() const = 0;

@@ -94,7 +94,7 @@ public:
         return std::make_unique<KvState>(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim, kv_type, context_length);
     }
 
-    void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions) override {
+    void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions, float*) override {
         auto& cache = static_cast<KvState&>(state).cache;
         const int64_t vocab = config_.vocab_size;
         for (int64_t begin = 0; begin < count; begin += kPrefillChunk) {

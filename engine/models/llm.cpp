@@ -1,6 +1,7 @@
 #include <oxinfer/llm.h>
 
 #include "kernels/thread_pool.h"
+#include "kernels/ops.h"
 #include "models/causal_lm.h"
 
 #include <oxinfer/chat_template.h>
@@ -162,6 +163,7 @@ const GenerationConfig& Model::generation_config() const { return impl_->generat
 int64_t Model::context_length() const { return impl_->context_length; }
 DType Model::kv_type() const { return impl_->options.kv_type; }
 int Model::threads() const { return impl_->pool->size(); }
+bool Model::has_draft_head() const { return impl_->lm->draft_head() != nullptr; }
 uint64_t Model::weight_bytes() const { return impl_->lm->mapped_weight_bytes() + impl_->lm->owned_weight_bytes(); }
 std::string Model::weight_type() const { return impl_->lm->weight_type(); }
 double Model::load_seconds() const { return impl_->load_seconds; }
@@ -170,6 +172,11 @@ double Model::load_seconds() const { return impl_->load_seconds; }
 
 struct Session::State {
     std::unique_ptr<models::SequenceState> sequence;
+    // Drafting (GenerateOptions::draft): the MTP head's state, one position per evaluated token
+    // but the last, and the final-normed hidden states of the first hidden_rows evaluated tokens.
+    std::unique_ptr<models::SequenceState> draft;
+    std::vector<float> hidden;
+    int64_t hidden_rows = 0;
 };
 
 Session::Session(Model& model) : model_(model), state_(std::make_unique<State>()) {
@@ -183,10 +190,15 @@ uint64_t Session::kv_cache_bytes() const { return state_->sequence->allocated_by
 int64_t Session::truncate(int64_t tokens) {
     if (tokens < static_cast<int64_t>(tokens_.size())) tokens_.resize(static_cast<size_t>(std::max<int64_t>(tokens, 0)));
     tokens_.resize(static_cast<size_t>(state_->sequence->truncate(static_cast<int64_t>(tokens_.size()))));
-    return static_cast<int64_t>(tokens_.size());
+    const int64_t kept = static_cast<int64_t>(tokens_.size());
+    state_->hidden_rows = std::min(state_->hidden_rows, kept);
+    if (state_->draft) state_->draft->truncate(std::max<int64_t>(kept - 1, 0));
+    return kept;
 }
 
-std::vector<float> Session::evaluate(std::span<const int32_t> tokens, bool all_positions) {
+std::vector<float> Session::evaluate(std::span<const int32_t> tokens, bool all_positions) { return run(tokens, all_positions, false); }
+
+std::vector<float> Session::run(std::span<const int32_t> tokens, bool all_positions, bool keep_hidden) {
     if (tokens.empty()) throw Error("evaluate", "no tokens");
     const TransformerConfig& config = model_.config();
     for (int32_t id : tokens)
@@ -196,8 +208,16 @@ std::vector<float> Session::evaluate(std::span<const int32_t> tokens, bool all_p
         throw Error("context", std::to_string(tokens_.size() + tokens.size()) + " tokens do not fit in the context length of " +
                                    std::to_string(model_.context_length()) + " (--ctx sets it)");
     std::vector<float> logits(static_cast<size_t>((all_positions ? tokens.size() : 1) * config.vocab_size));
-    model_.impl().lm->forward(tokens.data(), static_cast<int64_t>(tokens.size()), *state_->sequence, logits.data(), all_positions);
+    // Hidden states are kept only while they cover every evaluated token.
+    State& st = *state_;
+    float* hidden = nullptr;
+    if (keep_hidden && st.hidden_rows == static_cast<int64_t>(tokens_.size())) {
+        st.hidden.resize(static_cast<size_t>((tokens_.size() + tokens.size()) * config.hidden_size));
+        hidden = st.hidden.data() + tokens_.size() * config.hidden_size;
+    }
+    model_.impl().lm->forward(tokens.data(), static_cast<int64_t>(tokens.size()), *st.sequence, logits.data(), all_positions, hidden);
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    if (hidden) st.hidden_rows = static_cast<int64_t>(tokens_.size());
     return logits;
 }
 
@@ -217,6 +237,19 @@ size_t held_back_length(std::string_view text, const std::vector<std::string>& s
 
 }  // namespace
 
+int32_t Session::draft_after(int32_t next) {
+    // The head's positions [m, P): position i from the hidden state of token i and the token after
+    // it, the last one being `next`, sampled but not yet evaluated.
+    State& st = *state_;
+    const int64_t d = model_.config().hidden_size, P = static_cast<int64_t>(tokens_.size());
+    const int64_t m = st.draft->size();
+    std::vector<int32_t> following(tokens_.begin() + m + 1, tokens_.end());
+    following.push_back(next);
+    std::vector<float> logits(static_cast<size_t>(model_.config().vocab_size));
+    model_.impl().lm->draft_head()->forward(st.hidden.data() + m * d, following.data(), P - m, *st.draft, logits.data());
+    return static_cast<int32_t>(kernels::argmax(logits.data(), model_.config().vocab_size));
+}
+
 GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
     const auto start = Clock::now();
     cancel_.store(false, std::memory_order_relaxed);
@@ -227,13 +260,18 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     result.stats.load_seconds = model_.load_seconds();
     result.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
 
+    // Drafting needs the hidden states of every evaluated token (for the MTP head's input).
+    const bool drafting = options.draft && model_.impl().lm->draft_head();
+    if (drafting && !state_->draft) state_->draft = model_.impl().lm->draft_head()->new_state(model_.kv_type(), model_.context_length());
+
     // Reuse the cached prefix; at least one prompt token is evaluated to get logits.
     size_t common = 0;
     while (common < tokens_.size() && common < prompt.size() && tokens_[common] == prompt[common]) ++common;
     common = std::min(common, prompt.size() - 1);
+    if (drafting) common = std::min(common, static_cast<size_t>(state_->hidden_rows));
     common = static_cast<size_t>(truncate(static_cast<int64_t>(common)));
     result.stats.reused_prompt_tokens = static_cast<int64_t>(common);
-    std::vector<float> logits = evaluate(prompt.subspan(common));
+    std::vector<float> logits = run(prompt.subspan(common), false, drafting);
     result.stats.prefill_seconds = seconds_since(start);
 
     std::vector<int32_t> stops = options.stop_tokens;
@@ -245,13 +283,16 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     const int64_t vocab = model_.config().vocab_size;
     Clock::time_point first_token_time;
 
+    // The draft evaluated after the last sampled token, and the logits that follow it.
+    std::optional<std::pair<int32_t, std::vector<float>>> drafted;
     result.stop = StopReason::MaxTokens;
     for (int64_t step = 0; step < options.max_tokens; ++step) {
         if (cancel_.load(std::memory_order_relaxed)) {
             result.stop = StopReason::Cancelled;
             break;
         }
-        const int32_t token = sampler.sample(logits.data(), vocab, tokens_);
+        // With a draft in the cache, the history the sampler sees ends before it.
+        const int32_t token = sampler.sample(logits.data(), vocab, std::span<const int32_t>(tokens_).first(tokens_.size() - (drafted ? 1 : 0)));
         if (step == 0) {
             first_token_time = Clock::now();
             result.stats.time_to_first_token = seconds_since(start);
@@ -292,9 +333,34 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
             result.stop = StopReason::Cancelled;
             break;
         }
+        if (drafted) {
+            const bool accepted = drafted->first == token;
+            if (accepted) {
+                ++result.stats.accepted_draft_tokens;
+                logits = std::move(drafted->second);
+            }
+            drafted.reset();
+            if (accepted) continue;
+            truncate(static_cast<int64_t>(tokens_.size()) - 1);
+        }
+        if (drafting && state_->hidden_rows == static_cast<int64_t>(tokens_.size()) && step + 2 < options.max_tokens &&
+            static_cast<int64_t>(tokens_.size()) + 2 <= model_.context_length()) {
+            // Verify the draft with the next token in one pass: the logits of both positions.
+            const int32_t both[] = {token, draft_after(token)};
+            ++result.stats.draft_tokens;
+            std::vector<float> two = run(both, true, true);
+            drafted.emplace(both[1], std::vector<float>(two.begin() + vocab, two.end()));
+            two.resize(static_cast<size_t>(vocab));
+            logits = std::move(two);
+            continue;
+        }
         const int32_t one[] = {token};
-        logits = evaluate(one);
+        logits = run(one, false, drafting);
     }
+    // A draft evaluated but not emitted, or emitted last, leaves the cache (see tokens()); the head
+    // keeps no position past the evaluated tokens.
+    if (drafted) truncate(static_cast<int64_t>(tokens_.size()) - 1);
+    if (state_->draft) state_->draft->truncate(std::max<int64_t>(static_cast<int64_t>(tokens_.size()) - 1, 0));
     if (decoder && result.stop != StopReason::StopString) {
         std::string rest = pending + decoder->finish();
         if (!rest.empty()) {

@@ -75,11 +75,27 @@ public:
     uint64_t allocated_bytes() const override {
         uint64_t bytes = cache.allocated_bytes() + (conv.size() + recurrent.size()) * sizeof(float);
         for (const Snapshot& s : snapshots) bytes += (s.conv.size() + s.recurrent.size()) * sizeof(float);
-        return bytes;
+        return bytes + (trail_conv_.size() + trail_recurrent_.size()) * sizeof(float);
     }
 
     int64_t truncate(int64_t size) override {
         if (size >= cache.size()) return cache.size();
+        if (conv.empty() && recurrent.empty()) {  // attention only (the MTP head's): exact
+            cache.truncate(size);
+            return size;
+        }
+        if (trail_count_ > 0 && size > trail_first_ && size < trail_first_ + trail_count_) {
+            // Inside the last short evaluation (a speculative verification): its per-token states.
+            const size_t slot = static_cast<size_t>(size - trail_first_ - 1);
+            std::copy_n(trail_conv_.begin() + static_cast<std::ptrdiff_t>(slot * conv.size()), conv.size(), conv.begin());
+            std::copy_n(trail_recurrent_.begin() + static_cast<std::ptrdiff_t>(slot * recurrent.size()), recurrent.size(),
+                        recurrent.begin());
+            while (!snapshots.empty() && snapshots.back().position > size) snapshots.pop_back();
+            trail_count_ = 0;
+            cache.truncate(size);
+            return size;
+        }
+        trail_count_ = 0;
         // The latest snapshot at or before `size`; those after it describe tokens being dropped.
         while (!snapshots.empty() && snapshots.back().position > size) snapshots.pop_back();
         if (snapshots.empty()) {
@@ -101,6 +117,23 @@ public:
         snapshots.push_back({size(), conv, recurrent});
     }
 
+    // Short evaluations (2 to kMaxTrail tokens, as a speculative verification) keep the DeltaNet
+    // states after each of their tokens but the last, so that truncate() can return into them.
+    void begin_trail(int64_t tokens) {
+        trail_first_ = size();
+        trail_count_ = tokens;
+        trail_conv_.resize(static_cast<size_t>(tokens - 1) * conv.size());
+        trail_recurrent_.resize(static_cast<size_t>(tokens - 1) * recurrent.size());
+    }
+    void end_trail() { trail_count_ = 0; }
+    bool recording_trail() const { return trail_count_ > 0; }
+    // Where the state of DeltaNet state `offset` (a float offset into conv or recurrent) after
+    // token `token` of the evaluation goes.
+    float* trail_conv(int64_t token, int64_t offset) { return trail_conv_.data() + static_cast<size_t>(token) * conv.size() + offset; }
+    float* trail_recurrent(int64_t token, int64_t offset) {
+        return trail_recurrent_.data() + static_cast<size_t>(token) * recurrent.size() + offset;
+    }
+
     KvCache cache;  // the full-attention layers, in order
     std::vector<float> conv, recurrent;  // per DeltaNet layer, in order
 
@@ -110,7 +143,12 @@ private:
         std::vector<float> conv, recurrent;
     };
     std::deque<Snapshot> snapshots;  // ascending positions
+    int64_t trail_first_ = 0, trail_count_ = 0;
+    std::vector<float> trail_conv_, trail_recurrent_;  // [token][conv or recurrent]
 };
+
+// Evaluations this short keep a trail (see HybridState::begin_trail) instead of a snapshot.
+constexpr int64_t kMaxTrail = 4;
 
 struct Layer {
     bool full_attention = false;
@@ -136,6 +174,27 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 class Qwen35 final : public CausalLm {
+    // The MTP head (see causal_lm.h): a full-attention decoder layer with its own KV cache,
+    // sharing the model's embedding, head and scratch.
+    class Mtp final : public DraftHead {
+    public:
+        explicit Mtp(Qwen35& model) : model_(model) {}
+        std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const override {
+            const TransformerConfig& c = model_.config_;
+            return std::make_unique<HybridState>(1, c.num_key_value_heads, c.head_dim, kv_type, context_length, 0, model_.shape_);
+        }
+        void forward(const float* hidden, const int32_t* next_tokens, int64_t count, SequenceState& state, float* logits) override {
+            model_.mtp_forward(*this, hidden, next_tokens, count, static_cast<HybridState&>(state), logits);
+        }
+
+        WeightMatrix fc;  // [hidden, 2 · hidden]
+        std::vector<float> embedding_norm, hidden_norm, final_norm;  // 1 + w
+        Layer layer;
+
+    private:
+        Qwen35& model_;
+    };
+
 public:
     Qwen35(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings, ThreadPool& pool)
         : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, pool) {
@@ -165,17 +224,24 @@ public:
                                              delta_layers_, shape_);
     }
 
-    void forward(const int32_t* tokens, int64_t count, SequenceState& sequence, float* logits, bool all_positions) override {
+    void forward(const int32_t* tokens, int64_t count, SequenceState& sequence, float* logits, bool all_positions,
+                 float* hidden) override {
         auto& state = static_cast<HybridState&>(sequence);
-        if (count == 1) {
-            forward_chunks(tokens, 1, state, logits, all_positions);
+        state.end_trail();
+        if (count <= kMaxTrail) {
+            if (count > 1) state.begin_trail(count);
+            forward_chunks(tokens, count, state, logits, all_positions, hidden);
             return;
         }
+        // A prompt: the state before its last token is kept (regenerating resumes there).
         const int64_t vocab = config_.vocab_size;
-        forward_chunks(tokens, count - 1, state, all_positions ? logits : nullptr, all_positions);
+        forward_chunks(tokens, count - 1, state, all_positions ? logits : nullptr, all_positions, hidden);
         state.snapshot();
-        forward_chunks(tokens + count - 1, 1, state, all_positions ? logits + (count - 1) * vocab : logits, all_positions);
+        forward_chunks(tokens + count - 1, 1, state, all_positions ? logits + (count - 1) * vocab : logits, all_positions,
+                       hidden ? hidden + (count - 1) * config_.hidden_size : nullptr);
     }
+
+    DraftHead* draft_head() override { return mtp_ ? &*mtp_ : nullptr; }
 
 private:
     // The DeltaNet sizes and the layer pattern, from config.json or llama.cpp's GGUF keys.
@@ -227,83 +293,139 @@ private:
         }
     }
 
+    // Zero-centred norms multiply by 1 + w; llama.cpp's converter stores 1 + w already.
+    std::vector<float> centred_norm(const std::string& name, int64_t size) const {
+        std::vector<float> w = weights_.vector(name, size);
+        if (!weights_.is_gguf())
+            for (float& x : w) x += 1.0f;
+        return w;
+    }
+
     void load_weights(const std::string& subject) {
         const TransformerConfig& c = config_;
-        const int64_t hidden = c.hidden_size, hd = c.head_dim;
+        const int64_t hidden = c.hidden_size;
         // Released checkpoints put the text model under model.language_model; text-only exports
         // (and GGUF names, which the store maps from model.*) under model.
         const std::string root = weights_.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
-        // Zero-centred norms multiply by 1 + w; llama.cpp's converter stores 1 + w already.
-        const bool gguf = weights_.is_gguf();
-        const auto centred_norm = [&](const std::string& name, int64_t size) {
-            std::vector<float> w = weights_.vector(name, size);
-            if (!gguf)
-                for (float& x : w) x += 1.0f;
-            return w;
-        };
         embedding_ = weights_.matrix(weights_.get(root + "embed_tokens.weight"), c.vocab_size, hidden);
         final_norm_ = centred_norm(root + "norm.weight", hidden);
         const TensorInfo* head = weights_.find("lm_head.weight");
         if (!head && !c.tie_word_embeddings) throw Error(subject, "has no lm_head.weight and tie_word_embeddings is false");
         lm_head_ = head && !c.tie_word_embeddings ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;
+        for (size_t i = 0; i < layers_.size(); ++i) load_layer(layers_[i], root + "layers." + std::to_string(i) + ".", subject);
+        load_mtp(subject);
+    }
 
+    void load_layer(Layer& layer, const std::string& p, const std::string& subject) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size, hd = c.head_dim;
         const DeltaNetShape& s = shape_;
-        for (size_t i = 0; i < layers_.size(); ++i) {
-            Layer& layer = layers_[i];
-            const std::string p = root + "layers." + std::to_string(i) + ".";
-            layer.attn_norm = centred_norm(p + "input_layernorm.weight", hidden);
-            layer.ffn_norm = centred_norm(p + "post_attention_layernorm.weight", hidden);
-            if (layer.full_attention) {
-                layer.q = weights_.linear(p + "self_attn.q_proj", c.num_attention_heads * hd * 2, hidden);
-                layer.k = weights_.linear(p + "self_attn.k_proj", c.num_key_value_heads * hd, hidden);
-                layer.v = weights_.linear(p + "self_attn.v_proj", c.num_key_value_heads * hd, hidden);
-                layer.o = weights_.linear(p + "self_attn.o_proj", hidden, c.num_attention_heads * hd);
-                layer.q_norm = centred_norm(p + "self_attn.q_norm.weight", hd);
-                layer.k_norm = centred_norm(p + "self_attn.k_norm.weight", hd);
+        layer.attn_norm = centred_norm(p + "input_layernorm.weight", hidden);
+        layer.ffn_norm = centred_norm(p + "post_attention_layernorm.weight", hidden);
+        if (layer.full_attention) {
+            layer.q = weights_.linear(p + "self_attn.q_proj", c.num_attention_heads * hd * 2, hidden);
+            layer.k = weights_.linear(p + "self_attn.k_proj", c.num_key_value_heads * hd, hidden);
+            layer.v = weights_.linear(p + "self_attn.v_proj", c.num_key_value_heads * hd, hidden);
+            layer.o = weights_.linear(p + "self_attn.o_proj", hidden, c.num_attention_heads * hd);
+            layer.q_norm = centred_norm(p + "self_attn.q_norm.weight", hd);
+            layer.k_norm = centred_norm(p + "self_attn.k_norm.weight", hd);
+        } else {
+            const std::string q = p + "linear_attn.";
+            if (weights_.find(q + "in_proj_qkvz.weight")) {
+                layer.qkvz = weights_.linear(q + "in_proj_qkvz", s.conv_channels() + s.value_channels(), hidden);
             } else {
-                const std::string q = p + "linear_attn.";
-                if (weights_.find(q + "in_proj_qkvz.weight")) {
-                    layer.qkvz = weights_.linear(q + "in_proj_qkvz", s.conv_channels() + s.value_channels(), hidden);
-                } else {
-                    layer.qkv = weights_.linear(q + "in_proj_qkv", s.conv_channels(), hidden);
-                    layer.z = weights_.linear(q + "in_proj_z", s.value_channels(), hidden);
-                }
-                if (weights_.find(q + "in_proj_ba.weight")) {
-                    layer.ba = weights_.linear(q + "in_proj_ba", 2 * s.value_heads, hidden);
-                } else {
-                    layer.b = weights_.linear(q + "in_proj_b", s.value_heads, hidden);
-                    layer.a = weights_.linear(q + "in_proj_a", s.value_heads, hidden);
-                }
-                layer.out = weights_.linear(q + "out_proj", hidden, s.value_channels());
-                // conv1d.weight [channels][1][kernel] → [kernel][channels]
-                const std::vector<float> conv = weights_.vector(q + "conv1d.weight", s.conv_channels() * s.kernel);
-                layer.conv_weight.resize(conv.size());
-                for (int64_t ch = 0; ch < s.conv_channels(); ++ch)
-                    for (int64_t j = 0; j < s.kernel; ++j)
-                        layer.conv_weight[static_cast<size_t>(j * s.conv_channels() + ch)] = conv[static_cast<size_t>(ch * s.kernel + j)];
-                layer.decay_rate = weights_.vector(q + "A_log", s.value_heads);
-                if (!gguf)  // llama.cpp stores −exp(A_log)
-                    for (float& r : layer.decay_rate) r = -std::exp(r);
-                layer.dt_bias = weights_.vector(q + "dt_bias", s.value_heads);
-                layer.norm = weights_.vector(q + "norm.weight", s.value_dim);
+                layer.qkv = weights_.linear(q + "in_proj_qkv", s.conv_channels(), hidden);
+                layer.z = weights_.linear(q + "in_proj_z", s.value_channels(), hidden);
             }
-            if (sparse(static_cast<int64_t>(i), p)) {
-                // Qwen3_5MoeSparseMoeBlock / Qwen3NextSparseMoeBlock: a shared expert with a sigmoid gate.
-                layer.moe = load_moe(weights_, p, c.num_experts, hidden, c.moe_intermediate_size, c.num_experts_per_token,
-                                     renormalize_experts_, shared_expert_width(subject));
+            if (weights_.find(q + "in_proj_ba.weight")) {
+                layer.ba = weights_.linear(q + "in_proj_ba", 2 * s.value_heads, hidden);
             } else {
-                layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
-                layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
-                layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
+                layer.b = weights_.linear(q + "in_proj_b", s.value_heads, hidden);
+                layer.a = weights_.linear(q + "in_proj_a", s.value_heads, hidden);
+            }
+            layer.out = weights_.linear(q + "out_proj", hidden, s.value_channels());
+            // conv1d.weight [channels][1][kernel] → [kernel][channels]
+            const std::vector<float> conv = weights_.vector(q + "conv1d.weight", s.conv_channels() * s.kernel);
+            layer.conv_weight.resize(conv.size());
+            for (int64_t ch = 0; ch < s.conv_channels(); ++ch)
+                for (int64_t j = 0; j < s.kernel; ++j)
+                    layer.conv_weight[static_cast<size_t>(j * s.conv_channels() + ch)] = conv[static_cast<size_t>(ch * s.kernel + j)];
+            layer.decay_rate = weights_.vector(q + "A_log", s.value_heads);
+            if (!weights_.is_gguf())  // llama.cpp stores −exp(A_log)
+                for (float& r : layer.decay_rate) r = -std::exp(r);
+            layer.dt_bias = weights_.vector(q + "dt_bias", s.value_heads);
+            layer.norm = weights_.vector(q + "norm.weight", s.value_dim);
+        }
+        if (sparse(layer, p)) {
+            // Qwen3_5MoeSparseMoeBlock / Qwen3NextSparseMoeBlock: a shared expert with a sigmoid gate.
+            layer.moe = load_moe(weights_, p, c.num_experts, hidden, c.moe_intermediate_size, c.num_experts_per_token,
+                                 renormalize_experts_, shared_expert_width(subject));
+        } else {
+            layer.gate = weights_.linear(p + "mlp.gate_proj", c.intermediate_size, hidden);
+            layer.up = weights_.linear(p + "mlp.up_proj", c.intermediate_size, hidden);
+            layer.down = weights_.linear(p + "mlp.down_proj", hidden, c.intermediate_size);
+        }
+    }
+
+    // The MTP head: mtp.* in Hugging Face checkpoints, llama.cpp's nextn block (layer
+    // num_hidden_layers, with blk.N.nextn.*) in GGUF. Absent in many files: then no draft head.
+    void load_mtp(const std::string& subject) {
+        const int64_t hidden = config_.hidden_size;
+        const bool gguf = weights_.is_gguf();
+        const Checkpoint& checkpoint = weights_.checkpoint();
+        const std::string nextn = "blk." + std::to_string(config_.num_hidden_layers) + ".nextn.";
+        const TensorInfo* fc = gguf ? checkpoint.find(nextn + "eh_proj.weight") : weights_.find("mtp.fc.weight");
+        if (!fc) return;
+        const auto norm = [&](const std::string& hf, const std::string& gg) {
+            if (!gguf) return centred_norm("mtp." + hf + ".weight", hidden);
+            const TensorInfo* t = checkpoint.find(nextn + gg + ".weight");
+            if (!t || t->elements() != hidden) throw Error(subject, "the MTP block lacks " + nextn + gg + ".weight of " + std::to_string(hidden));
+            return checkpoint.read_f32(*t);
+        };
+        Mtp& head = mtp_.emplace(*this);
+        head.fc = weights_.matrix(*fc, hidden, 2 * hidden);
+        head.embedding_norm = norm("pre_fc_norm_embedding", "enorm");
+        head.hidden_norm = norm("pre_fc_norm_hidden", "hnorm");
+        head.final_norm = norm("norm", "shared_head_norm");
+        head.layer.full_attention = true;
+        load_layer(head.layer, gguf ? "model.layers." + std::to_string(config_.num_hidden_layers) + "." : "mtp.layers.0.", subject);
+    }
+
+    // The MTP head's positions [state.size(), + total): position i from hidden[i] and next[i].
+    void mtp_forward(const Mtp& head, const float* hidden_in, const int32_t* next, int64_t total, HybridState& state, float* logits) {
+        const int64_t hidden = config_.hidden_size;
+        const float eps = static_cast<float>(config_.rms_norm_eps);
+        profiler::Scope scope("mtp");
+        for (int64_t begin = 0; begin < total; begin += kPrefillChunk) {
+            const int64_t n = std::min(kPrefillChunk, total - begin);
+            const int64_t first = state.cache.size();
+            begin_positions(state, first, n);
+            // fc([rms_norm(embed(x_{i+1})) | rms_norm(h_i)]), the embedding half first.
+            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, next + begin, n,
+                                    x_.data());
+            for (int64_t t = 0; t < n; ++t) {
+                float* row = normed_.data() + t * 2 * hidden;
+                kernels::rms_norm(x_.data() + t * hidden, head.embedding_norm.data(), row, 1, hidden, eps);
+                kernels::rms_norm(hidden_in + (begin + t) * hidden, head.hidden_norm.data(), row + hidden, 1, hidden, eps);
+            }
+            kernels::matmul(head.fc, normed_.data(), n, x_.data(), pool_);
+            decoder_layer(head.layer, n, first, state);
+            state.cache.set_size(first + n);
+            if (logits && begin + n == total) {
+                kernels::rms_norm(x_.data() + (n - 1) * hidden, head.final_norm.data(), normed_.data(), 1, hidden, eps);
+                kernels::matmul(lm_head_, normed_.data(), 1, logits, pool_);
             }
         }
     }
 
     // MoE models: layers in mlp_only_layers, or off the decoder_sparse_step, stay dense. GGUF has
-    // no such keys (llama.cpp makes every layer sparse): there a layer is sparse when it has a router.
-    bool sparse(int64_t layer, const std::string& prefix) const {
+    // no such keys (llama.cpp makes every layer sparse), and the MTP layer is none of the stack:
+    // there a layer is sparse when it has a router.
+    bool sparse(const Layer& layer_weights, const std::string& prefix) const {
         if (config_.num_experts <= 0) return false;
-        if (weights_.is_gguf()) return weights_.find(prefix + "mlp.gate.weight") != nullptr;
+        const int64_t layer = static_cast<int64_t>(&layer_weights - layers_.data());
+        if (weights_.is_gguf() || layer < 0 || layer >= static_cast<int64_t>(layers_.size()))
+            return weights_.find(prefix + "mlp.gate.weight") != nullptr;
         const int64_t step = config_.raw.value("decoder_sparse_step", int64_t{1});
         if (step <= 0 || (layer + 1) % step != 0) return false;
         const auto only = config_.raw.find("mlp_only_layers");
@@ -322,58 +444,73 @@ private:
         return width;
     }
 
-    void forward_chunks(const int32_t* tokens, int64_t count, HybridState& state, float* logits, bool all_positions) {
+    void forward_chunks(const int32_t* tokens, int64_t count, HybridState& state, float* logits, bool all_positions, float* hidden) {
         const int64_t vocab = config_.vocab_size;
         for (int64_t begin = 0; begin < count; begin += kPrefillChunk) {
             const int64_t n = std::min(kPrefillChunk, count - begin);
             const bool last_chunk = begin + n == count;
             float* out = !logits ? nullptr : all_positions ? logits + begin * vocab : (last_chunk ? logits : nullptr);
-            forward_chunk(tokens + begin, n, state, out, all_positions);
+            forward_chunk(tokens + begin, n, state, out, all_positions, hidden ? hidden + begin * config_.hidden_size : nullptr);
         }
     }
 
-    void forward_chunk(const int32_t* tokens, int64_t n, HybridState& state, float* logits, bool all_positions) {
+    // Scratch for n positions after `first`, and their positions.
+    void begin_positions(HybridState& state, int64_t first, int64_t n) {
+        const int64_t hidden = config_.hidden_size;
+        state.cache.reserve(first + n);
+        grow(x_, n * hidden);
+        grow(normed_, n * 2 * hidden);  // the MTP head's concatenated input is twice as wide
+        grow(residual_, n * hidden);
+        positions_.resize(static_cast<size_t>(n));
+        for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
+    }
+
+    void forward_chunk(const int32_t* tokens, int64_t n, HybridState& state, float* logits, bool all_positions, float* hidden_out) {
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size;
         const int64_t first = state.cache.size();
         const float eps = static_cast<float>(c.rms_norm_eps);
-        state.cache.reserve(first + n);
-        grow(x_, n * hidden);
-        grow(normed_, n * hidden);
-        grow(residual_, n * hidden);
-        positions_.resize(static_cast<size_t>(n));
-        for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
+        begin_positions(state, first, n);
         {
             profiler::Scope scope("embedding");
             kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, tokens, n, x_.data());
         }
-        for (const Layer& layer : layers_) {
-            kernels::rms_norm(x_.data(), layer.attn_norm.data(), normed_.data(), n, hidden, eps);
-            if (layer.full_attention) {
-                profiler::Scope scope("attention");
-                gated_attention(layer, n, first, state);
-            } else {
-                profiler::Scope scope("delta_net");
-                gated_delta_net(layer, n, state);
-            }
-            kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
-            kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
-            if (layer.moe) {
-                profiler::Scope scope("moe");
-                moe_.forward(*layer.moe, normed_.data(), n, hidden, residual_.data(), pool_);
-            } else {
-                profiler::Scope scope("mlp");
-                swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
-                                    feed_forward_, pool_);
-            }
-            kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
-        }
+        for (const Layer& layer : layers_) decoder_layer(layer, n, first, state);
         state.cache.set_size(first + n);
-        if (!logits) return;
+        if (!logits && !hidden_out) return;
         profiler::Scope scope("lm_head");
-        const int64_t rows = all_positions ? n : 1;
-        kernels::rms_norm(x_.data() + (n - rows) * hidden, final_norm_.data(), normed_.data(), rows, hidden, eps);
-        kernels::matmul(lm_head_, normed_.data(), rows, logits, pool_);
+        // The final norm of every row when the hidden states are wanted, else of the rows with logits.
+        const int64_t rows = all_positions || hidden_out ? n : 1;
+        float* normed = hidden_out ? hidden_out : normed_.data();
+        kernels::rms_norm(x_.data() + (n - rows) * hidden, final_norm_.data(), normed, rows, hidden, eps);
+        if (!logits) return;
+        const int64_t logit_rows = all_positions ? n : 1;
+        kernels::matmul(lm_head_, normed + (rows - logit_rows) * hidden, logit_rows, logits, pool_);
+    }
+
+    // x_ → x_ through one decoder layer for positions [first, first + n).
+    void decoder_layer(const Layer& layer, int64_t n, int64_t first, HybridState& state) {
+        const int64_t hidden = config_.hidden_size;
+        const float eps = static_cast<float>(config_.rms_norm_eps);
+        kernels::rms_norm(x_.data(), layer.attn_norm.data(), normed_.data(), n, hidden, eps);
+        if (layer.full_attention) {
+            profiler::Scope scope("attention");
+            gated_attention(layer, n, first, state);
+        } else {
+            profiler::Scope scope("delta_net");
+            gated_delta_net(layer, n, state);
+        }
+        kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
+        kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
+        if (layer.moe) {
+            profiler::Scope scope("moe");
+            moe_.forward(*layer.moe, normed_.data(), n, hidden, residual_.data(), pool_);
+        } else {
+            profiler::Scope scope("mlp");
+            swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
+                                feed_forward_, pool_);
+        }
+        kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
     }
 
     // normed_ → residual_ for the positions [first, first + n).
@@ -464,8 +601,16 @@ private:
         grow(decay_, n * hv);
         grow(attn_, n * values);
         project_delta_inputs(layer, n);
-        kernels::causal_conv1d_silu(projected_.data(), n, channels, layer.conv_weight.data(), s.kernel,
-                                    state.conv.data() + layer.index * s.conv_floats(), conv_out_.data());
+        float* conv_state = state.conv.data() + layer.index * s.conv_floats();
+        float* recurrent_state = state.recurrent.data() + layer.index * s.state_floats();
+        // While recording a trail the states advance a token at a time, each kept but the last.
+        const int64_t step = state.recording_trail() ? 1 : n;
+        for (int64_t t = 0; t < n; t += step) {
+            kernels::causal_conv1d_silu(projected_.data() + t * channels, step, channels, layer.conv_weight.data(), s.kernel, conv_state,
+                                        conv_out_.data() + t * channels);
+            if (step == 1 && t + 1 < n)
+                std::copy_n(conv_state, s.conv_floats(), state.trail_conv(t, layer.index * s.conv_floats()));
+        }
         for (int64_t t = 0; t < n; ++t) {
             const float* row = conv_out_.data() + t * channels;
             std::copy(row, row + keys, q_.data() + t * keys);
@@ -482,8 +627,12 @@ private:
         kernels::l2_normalize(q_.data(), n * s.key_heads, s.key_dim, kL2Eps, 1.0f / std::sqrt(static_cast<float>(s.key_dim)));
         kernels::l2_normalize(k_.data(), n * s.key_heads, s.key_dim, kL2Eps);
         const kernels::DeltaRuleShape rule{s.value_heads, s.key_heads, s.key_dim, s.value_dim, tiled_value_heads_};
-        kernels::gated_delta_rule(rule, q_.data(), k_.data(), v_.data(), decay_.data(), beta_.data(), n,
-                                  state.recurrent.data() + layer.index * s.state_floats(), attn_.data(), pool_);
+        for (int64_t t = 0; t < n; t += step) {
+            kernels::gated_delta_rule(rule, q_.data() + t * keys, k_.data() + t * keys, v_.data() + t * values, decay_.data() + t * hv,
+                                      beta_.data() + t * hv, step, recurrent_state, attn_.data() + t * values, pool_);
+            if (step == 1 && t + 1 < n)
+                std::copy_n(recurrent_state, s.state_floats(), state.trail_recurrent(t, layer.index * s.state_floats()));
+        }
         // Gated RMSNorm per value head: weight · norm(o) · silu(z).
         kernels::rms_norm(attn_.data(), layer.norm.data(), attn_.data(), n * hv, s.value_dim, static_cast<float>(config_.rms_norm_eps));
         kernels::swiglu(gate_.data(), attn_.data(), attn_.data(), n * values);
@@ -510,6 +659,7 @@ private:
     std::vector<int64_t> positions_;
     FeedForwardScratch feed_forward_;
     SparseMoe moe_;
+    std::optional<Mtp> mtp_;
 };
 
 }  // namespace

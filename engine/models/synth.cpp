@@ -51,7 +51,8 @@ json qwen35_dense(int64_t hidden, int64_t inter, int64_t layers, int64_t heads, 
             {"max_position_embeddings", 262144}, {"rms_norm_eps", 1e-6}, {"hidden_act", "silu"},
             {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000000.0}, {"partial_rotary_factor", 0.25},
                                  {"mrope_section", {11, 11, 10}}, {"mrope_interleaved", true}}},
-            {"tie_word_embeddings", tied}, {"attention_bias", false}, {"torch_dtype", "bfloat16"}, {"eos_token_id", 248044}};
+            {"tie_word_embeddings", tied}, {"attention_bias", false}, {"torch_dtype", "bfloat16"}, {"eos_token_id", 248044},
+            {"mtp_num_hidden_layers", 1}};
 }
 
 json shape_config(const std::string& shape) {
@@ -192,6 +193,19 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
         add_norm(p + "post_attention_layernorm.weight", h);
         feed_forward(p);
     }
+    // Qwen3.5's multi-token-prediction head: mtp.* in HF folders, llama.cpp's nextn block (one more
+    // layer, with blk.N.nextn.*) in GGUF.
+    if (is_qwen35(c) && r.value("mtp_num_hidden_layers", int64_t{0}) > 0) {
+        const std::string layer = gguf ? "model.layers." + std::to_string(c.num_hidden_layers) + "." : "mtp.layers.0.";
+        const std::string nextn = "blk." + std::to_string(c.num_hidden_layers) + ".nextn.";
+        out.push_back({gguf ? nextn + "eh_proj.weight" : "mtp.fc.weight", {h, 2 * h}, false});
+        for (const auto& [hf, gg] : {std::pair{"pre_fc_norm_embedding", "enorm"}, {"pre_fc_norm_hidden", "hnorm"}, {"norm", "shared_head_norm"}})
+            out.push_back({gguf ? nextn + gg + ".weight" : std::string("mtp.") + hf + ".weight", {h}, true});
+        add_norm(layer + "input_layernorm.weight", h);
+        attention(layer + "self_attn.");
+        add_norm(layer + "post_attention_layernorm.weight", h);
+        feed_forward(layer);
+    }
     add_norm("model.norm.weight", h);
     if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
     return out;
@@ -237,7 +251,9 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     writer.add_string("general.architecture", arch);
     writer.add_string("general.name", "oxinfer synth");
     writer.add_u32("general.file_type", llama_file_type(options.type));
-    writer.add_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
+    const int64_t mtp_layers = is_qwen35(c) ? c.raw.value("mtp_num_hidden_layers", int64_t{0}) : 0;
+    writer.add_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers + mtp_layers));
+    if (mtp_layers > 0) writer.add_u32(arch + ".nextn_predict_layers", static_cast<uint32_t>(mtp_layers));
     writer.add_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
     writer.add_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
     writer.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));

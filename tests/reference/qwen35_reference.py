@@ -27,7 +27,8 @@ The forward pass is written here from transformers' modeling_qwen3_5.py (and the
 Cases (each in qwen35/<case>/):
 
   qwen3_5   the dense model in the released layout: Qwen3_5ForConditionalGeneration, text settings
-            in text_config, tensors under model.language_model.*, tied head.
+            in text_config, tensors under model.language_model.*, tied head, and an MTP head
+            (mtp.*, trained here to agree with the model, see train_mtp).
             hf/            config.json, generation_config.json, model.safetensors (float32), tokenizer
             hf_text/       the same weights as a text-only export (Qwen3_5ForCausalLM, model.*)
             bf16.safetensors   the weights rounded to bfloat16 (language_model names)
@@ -49,6 +50,9 @@ Cases (each in qwen35/<case>/):
             <variant>_logits.npy  float32 logits of prompt + greedy[:-1] (161 positions) from one
                            prefill. Row i depends on tokens 0..i only, so prompts of 1, 63, 64, 65 and
                            130 tokens are checked against the first rows.
+            f32_mtp_logits.npy  the MTP head's logits for positions 0..159 of that sequence, and in
+                           golden.json the drafts and accepted drafts of the speculative loop replayed
+                           on the greedy run (mtp_goldens)
 """
 
 import json
@@ -87,7 +91,7 @@ TEXT_CONFIG = dict(
 
 CASES = {
     "qwen3_5": dict(architectures=["Qwen3_5ForConditionalGeneration"], model_type="qwen3_5", tie_word_embeddings=True,
-                    text_config=TEXT_CONFIG,
+                    text_config=dict(TEXT_CONFIG, mtp_num_hidden_layers=1),
                     vision_config={"model_type": "qwen3_5_vision", "depth": 1, "hidden_size": 16, "intermediate_size": 32,
                                    "num_heads": 2, "in_channels": 3, "patch_size": 16, "spatial_merge_size": 2,
                                    "temporal_patch_size": 2, "out_hidden_size": 32, "num_position_embeddings": 16},
@@ -210,6 +214,22 @@ def make_weights(cfg, seed):
     w["model.norm.weight"] = centred(h)
     if not t["tie_word_embeddings"]:
         w["lm_head.weight"] = mat(v, h, 2.0)  # logits within about +-12, as the tied head gives
+    if t.get("mtp_num_hidden_layers"):  # random here; train_mtp() fits them
+        w["mtp.fc.weight"] = mat(h, 2 * h)
+        for name in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+            w[f"mtp.{name}.weight"] = centred(h)
+        q = "mtp.layers.0."
+        w[q + "input_layernorm.weight"] = centred(h)
+        w[q + "post_attention_layernorm.weight"] = centred(h)
+        w[q + "self_attn.q_proj.weight"] = mat(nh * hd * 2, h)
+        w[q + "self_attn.k_proj.weight"] = mat(nkv * hd, h)
+        w[q + "self_attn.v_proj.weight"] = mat(nkv * hd, h)
+        w[q + "self_attn.o_proj.weight"] = mat(h, nh * hd)
+        w[q + "self_attn.q_norm.weight"] = centred(hd)
+        w[q + "self_attn.k_norm.weight"] = centred(hd)
+        w[q + "mlp.gate_proj.weight"] = mat(inter, h)
+        w[q + "mlp.up_proj.weight"] = mat(inter, h)
+        w[q + "mlp.down_proj.weight"] = mat(h, inter)
     return {k: x.to(torch.float32) for k, x in w.items()}  # the checkpoint's float32 values
 
 
@@ -398,9 +418,10 @@ def sparse_moe(t, w, p, x):
     return out + torch.sigmoid(x @ w[p + "mlp.shared_expert_gate.weight"].T) * shared
 
 
-def forward(cfg, w, ids, cache=None, recurrent=None):
-    """Logits of `ids` after the cache's positions. recurrent=None picks as transformers does: the
-    recurrent form for one token with a cache, else the chunked form."""
+def forward(cfg, w, ids, cache=None, recurrent=None, return_hidden=False):
+    """Logits of `ids` after the cache's positions (and the final-normed hidden states with
+    return_hidden). recurrent=None picks as transformers does: the recurrent form for one token
+    with a cache, else the chunked form."""
     t = text(cfg)
     cache = cache or Cache(t)
     length = len(ids)
@@ -408,23 +429,45 @@ def forward(cfg, w, ids, cache=None, recurrent=None):
         recurrent = length == 1 and cache.length > 0
     positions = torch.arange(cache.length, cache.length + length)
     h = w["model.embed_tokens.weight"][torch.tensor(ids)]
-    eps = t["rms_norm_eps"]
     for i, kind in enumerate(layer_types(t)):
-        p = f"model.layers.{i}."
-        n = rms_norm_centred(h, w[p + "input_layernorm.weight"], eps)
-        if kind == "full_attention":
-            h = h + gated_attention(t, w, p + "self_attn.", n, cache, positions)
-        else:
-            h = h + gated_delta_net(t, w, p + "linear_attn.", n, cache, recurrent)
-        n = rms_norm_centred(h, w[p + "post_attention_layernorm.weight"], eps)
-        if sparse_layer(t, i):
-            h = h + sparse_moe(t, w, p, n)
-        else:
-            h = h + (F.silu(n @ w[p + "mlp.gate_proj.weight"].T) * (n @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        h = decoder_layer(t, w, f"model.layers.{i}.", kind, sparse_layer(t, i), h, cache, positions, recurrent)
     cache.length += length
-    h = rms_norm_centred(h, w["model.norm.weight"], eps)
-    head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return h @ head.T
+    h = rms_norm_centred(h, w["model.norm.weight"], t["rms_norm_eps"])
+    logits = h @ w.get("lm_head.weight", w["model.embed_tokens.weight"]).T
+    return (logits, h) if return_hidden else logits
+
+
+def decoder_layer(t, w, p, kind, sparse, h, cache, positions, recurrent=False):
+    eps = t["rms_norm_eps"]
+    n = rms_norm_centred(h, w[p + "input_layernorm.weight"], eps)
+    if kind == "full_attention":
+        h = h + gated_attention(t, w, p + "self_attn.", n, cache, positions)
+    else:
+        h = h + gated_delta_net(t, w, p + "linear_attn.", n, cache, recurrent)
+    n = rms_norm_centred(h, w[p + "post_attention_layernorm.weight"], eps)
+    if sparse:
+        return h + sparse_moe(t, w, p, n)
+    return h + (F.silu(n @ w[p + "mlp.gate_proj.weight"].T) * (n @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+
+
+def mtp_forward(cfg, w, hidden, next_ids, cache=None):
+    """The multi-token-prediction head (mtp.*; transformers ignores it, this follows vLLM's
+    Qwen3NextMultiTokenPredictor, which Qwen3.5 uses): MTP position i takes h_i, the main model's
+    final-normed hidden state at position i, and x_{i+1}, the token after it; it runs one
+    full-attention decoder layer with its own KV cache at position i and predicts x_{i+2}:
+        x = fc([rms_norm(embed(x_{i+1}); pre_fc_norm_embedding) | rms_norm(h_i; pre_fc_norm_hidden)])
+        logits = lm_head(rms_norm(layer(x); mtp.norm))"""
+    t = text(cfg)
+    eps = t["rms_norm_eps"]
+    cache = cache or Cache(t)
+    positions = torch.arange(cache.length, cache.length + len(next_ids))
+    e = rms_norm_centred(w["model.embed_tokens.weight"][torch.tensor(next_ids)], w["mtp.pre_fc_norm_embedding.weight"], eps)
+    hh = rms_norm_centred(hidden, w["mtp.pre_fc_norm_hidden.weight"], eps)
+    x = torch.cat([e, hh], -1) @ w["mtp.fc.weight"].T
+    x = decoder_layer(t, w, "mtp.layers.0.", "full_attention", bool(t.get("num_experts")), x, cache, positions)
+    cache.length += len(next_ids)
+    x = rms_norm_centred(x, w["mtp.norm.weight"], eps)
+    return x @ w.get("lm_head.weight", w["model.embed_tokens.weight"]).T
 
 
 def prompt_ids():
@@ -459,6 +502,69 @@ def goldens(cfg, w):
             diff = float((logits - other).abs().max())
             assert diff < 1e-9, f"chunked prefill and {name} differ by {diff}"
     return {"prompt": prompt, "greedy": greedy, "min_greedy_gap": gap, "logits": logits.numpy().astype(F32)}
+
+
+def train_mtp(cfg, w, steps=300):
+    """Fits the MTP head to the main model, as a released checkpoint's head is trained (randomly
+    initialised it would never agree, and the speculative path would only ever be rejected): on
+    greedy continuations of prompts, h_i and x_{i+1} should predict x_{i+2}. A tiny random model's
+    greedy text is too erratic to generalise from a few sequences, so the first 12 tokens of the
+    test prompt's own continuation are among them: the head then agrees with the model there and
+    less after, which is what the tests need (accepted and rejected drafts)."""
+    t = text(cfg)
+    g = torch.Generator().manual_seed(7)
+    main = {k: x.to(ACC) for k, x in w.items()}
+    data = []
+    with torch.no_grad():
+        for index in range(16):
+            ids = prompt_ids() if index == 0 else torch.randint(0, base.VOCAB.index("<|endoftext|>"), (32,), generator=g).tolist()
+            cache = Cache(t)
+            step = forward(cfg, main, ids, cache)
+            # The test prompt's continuation only in part: drafts after it are then sometimes wrong,
+            # so the tests see both outcomes.
+            for _ in range(12 if index == 0 else 64):
+                ids.append(int(torch.argmax(step[-1])))
+                step = forward(cfg, main, [ids[-1]], cache)
+            data.append((ids, forward(cfg, main, ids, return_hidden=True)[1], len(ids) - (12 if index == 0 else 64)))
+    params = {k: x.clone().requires_grad_(True) for k, x in main.items() if k.startswith("mtp.")}
+    # Weight decay keeps the head's logits in the range of the model's (the 1e-4 tolerance is absolute).
+    optimizer = torch.optim.AdamW(params.values(), lr=1e-2, weight_decay=0.1)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        weights = dict(main, **params)
+        # Position i (h_i, x_{i+1}) predicts x_{i+2}; only the greedy tokens are predictable.
+        loss = sum(F.cross_entropy(mtp_forward(cfg, weights, hidden[:-2], ids[1:-1])[start - 2:], torch.tensor(ids[start:]))
+                   for ids, hidden, start in data)
+        loss.backward()
+        optimizer.step()
+    print("MTP training loss per sequence", round(float(loss) / len(data), 4))
+    return dict(w, **{k: x.detach().to(torch.float32) for k, x in params.items()})
+
+
+def mtp_goldens(cfg, w, golden):
+    """The MTP logits of every position of prompt + greedy[:-1] but the last (position i from the
+    hidden state of i and token i + 1), and the speculative loop replayed on the greedy run: one
+    draft per verification, drafted whenever two more tokens are wanted (as the engine does)."""
+    w = {k: x.to(ACC) for k, x in w.items()}
+    sequence = golden["prompt"] + golden["greedy"][:-1]
+    with torch.no_grad():
+        hidden = forward(cfg, w, sequence, return_hidden=True)[1]
+        logits = mtp_forward(cfg, w, hidden[:-1], sequence[1:])
+    tokens = golden["prompt"] + golden["greedy"]
+    generated, position, drafts, accepted, gap = 1, len(golden["prompt"]), 0, 0, float("inf")
+    while generated < GREEDY_TOKENS:
+        if generated + 1 < GREEDY_TOKENS:
+            top2 = torch.topk(logits[position - 1], 2).values
+            gap = min(gap, float(top2[0] - top2[1]))
+            drafts += 1
+            if int(torch.argmax(logits[position - 1])) == tokens[position + 1]:
+                accepted += 1
+                generated += 2
+                position += 2
+                continue
+        generated += 1
+        position += 1
+    return {"logits": logits.numpy().astype(F32), "drafts": drafts, "accepted": accepted, "min_draft_gap": gap}
 
 
 def float32_error(cfg, w, golden):
@@ -546,7 +652,8 @@ def write_gguf(path, cfg, w):
     t = text(cfg)
     a = "qwen3next" if is_next(t) else "qwen35moe" if t.get("num_experts") else "qwen35"
     md = [("general.architecture", "string", a), ("general.name", "string", "oxinfer reference"),
-          (f"{a}.block_count", "u32", t["num_hidden_layers"]), (f"{a}.context_length", "u32", t["max_position_embeddings"]),
+          (f"{a}.block_count", "u32", t["num_hidden_layers"] + (1 if "mtp.fc.weight" in w else 0)),
+          (f"{a}.context_length", "u32", t["max_position_embeddings"]),
           (f"{a}.embedding_length", "u32", t["hidden_size"]), (f"{a}.feed_forward_length", "u32", t["intermediate_size"]),
           (f"{a}.attention.head_count", "u32", t["num_attention_heads"]),
           (f"{a}.attention.head_count_kv", "u32", t["num_key_value_heads"]),
@@ -558,6 +665,8 @@ def write_gguf(path, cfg, w):
           (f"{a}.ssm.group_count", "u32", t["linear_num_key_heads"]), (f"{a}.ssm.time_step_rank", "u32", t["linear_num_value_heads"]),
           (f"{a}.ssm.inner_size", "u32", t["linear_num_value_heads"] * t["linear_value_head_dim"]),
           (f"{a}.full_attention_interval", "u32", t["full_attention_interval"]), (f"{a}.vocab_size", "u32", t["vocab_size"])]
+    if "mtp.fc.weight" in w:
+        md.append((f"{a}.nextn_predict_layers", "u32", 1))
     if "rope_parameters" in t:  # Qwen3.5's M-RoPE sections, padded to 4
         md.append((f"{a}.rope.dimension_sections", "array", ("i32", list(t["rope_parameters"]["mrope_section"]) + [0])))
     if is_next(t):
@@ -601,6 +710,16 @@ def write_gguf(path, cfg, w):
             add(f"blk.{i}.ffn_gate_exps.weight", gate_up[:, :mi])
             add(f"blk.{i}.ffn_up_exps.weight", gate_up[:, mi:])
             add(f"blk.{i}.ffn_down_exps.weight", w[p + "mlp.experts.down_proj"])
+    if "mtp.fc.weight" in w:  # llama.cpp's nextn block, appended as layer num_hidden_layers
+        last = t["num_hidden_layers"]
+        for hf, gg in GGUF_LAYER.items():
+            if "mtp.layers.0." + hf in w:
+                add(f"blk.{last}.{gg}", gguf_value("mtp.layers.0." + hf, w["mtp.layers.0." + hf], t))
+        add(f"blk.{last}.nextn.eh_proj.weight", w["mtp.fc.weight"])
+        # Renamed to ...enorm / hnorm / shared_head.norm before the values are transformed, so all
+        # three end in norm.weight and are stored as 1 + w.
+        for hf, gg in (("pre_fc_norm_embedding", "enorm"), ("pre_fc_norm_hidden", "hnorm"), ("norm", "shared_head_norm")):
+            add(f"blk.{last}.nextn.{gg}.weight", w[f"mtp.{hf}.weight"] + 1.0)
     add("output_norm.weight", gguf_value("model.norm.weight", w["model.norm.weight"], t))
     if "lm_head.weight" in w:
         add("output.weight", w["lm_head.weight"])
@@ -621,6 +740,8 @@ def main():
         case = OUT / name
         case.mkdir(exist_ok=True)
         w = pick_weights(cfg, 3500 + 100 * index)
+        if text(cfg).get("mtp_num_hidden_layers"):
+            w = train_mtp(cfg, w)
         released = released_names(w) if "text_config" in cfg else w  # Qwen3-Next is released text-only
         base.write_hf_folder(case / "hf", cfg, released)
         if "text_config" in cfg:
@@ -632,6 +753,10 @@ def main():
         for variant, g in results.items():
             np.save(case / f"{variant}_logits.npy", g["logits"])
             summary[variant] = {"greedy": g["greedy"], "min_greedy_gap": g["min_greedy_gap"]}
+        if text(cfg).get("mtp_num_hidden_layers"):
+            mtp = mtp_goldens(cfg, w, results["f32"])
+            np.save(case / "f32_mtp_logits.npy", mtp.pop("logits"))
+            summary["f32"]["mtp"] = mtp
         (case / "golden.json").write_text(json.dumps(summary, indent=1) + "\n")
         print(name, "min greedy gaps:", {k: round(results[k]["min_greedy_gap"], 5) for k in results},
               "distinct greedy tokens:", len(set(results["f32"]["greedy"])))

@@ -70,6 +70,8 @@ public:
     int64_t context_length() const;
     DType kv_type() const;
     int threads() const;
+    // Whether the model has a multi-token-prediction head (GenerateOptions::draft uses it).
+    bool has_draft_head() const;
     uint64_t weight_bytes() const;  // matrices as used (mapped and converted)
     std::string weight_type() const;  // "bf16", "q4_k", ...
     double load_seconds() const;
@@ -92,6 +94,11 @@ struct GenerateOptions {
     bool stop_at_model_stop_tokens = true;  // Model::stop_tokens()
     std::vector<int32_t> stop_tokens;       // more
     std::vector<std::string> stop_strings;  // the text ends before the first one
+    // Draft each next-but-one token with the model's multi-token-prediction head (Qwen3.5's MTP)
+    // and verify it in the same pass as the next token. The output is exactly what plain decoding
+    // gives (a draft is used only when the sampled token equals it); it pays when the head agrees
+    // often. Ignored for models without such a head.
+    bool draft = false;
 };
 
 enum class StopReason { StopToken, StopString, MaxTokens, ContextFull, Cancelled, Callback };
@@ -105,6 +112,8 @@ struct GenerationStats {
     double prefill_seconds = 0;        // the prompt tokens that were not cached
     double time_to_first_token = 0;    // seconds from the call to the first sampled token
     double decode_seconds = 0;         // after the first token
+    int64_t draft_tokens = 0;          // drafted by the MTP head (GenerateOptions::draft)
+    int64_t accepted_draft_tokens = 0; // of which the model sampled the same token
     double prefill_tokens_per_second() const;
     double decode_tokens_per_second() const;
 };
@@ -141,6 +150,10 @@ public:
 
 private:
     struct State;
+    // evaluate(), keeping the final hidden states of the tokens when the session drafts.
+    std::vector<float> run(std::span<const int32_t> tokens, bool all_positions, bool keep_hidden);
+    int32_t draft_after(int32_t next);
+
     Model& model_;
     std::unique_ptr<State> state_;
     std::vector<int32_t> tokens_;
