@@ -76,6 +76,31 @@ private slots:
         QVERIFY(out["text"].is_string() && out["pp_tok_s"].get<double>() > 0 && out["tg_tok_s"].get<double>() > 0);
     }
 
+    // --mtp: the same greedy tokens, drafted by Qwen3.5's MTP head; the JSON counts the drafts.
+    void generate_with_mtp_drafts() {
+        const fs::path qwen35 = fs::path(OXINFER_REFERENCE_DIR) / "qwen35" / "qwen3_5";
+        std::ifstream in(qwen35 / "golden.json");
+        const auto g = nlohmann::json::parse(in);
+        const auto result = run_cli({"generate", "--model", path_of(qwen35 / "f32.gguf"), "--tokens", id_list(g["prompt"].get<std::vector<int32_t>>()),
+                                     "-n", "32", "--ignore-eos", "--mtp", "--json", "-t", "2"});
+        QVERIFY2(result.exit_code == 0, result.err.constData());
+        const auto out = nlohmann::json::parse(result.out.toStdString());
+        QCOMPARE(out["ids"].get<std::vector<int32_t>>(), g["f32"]["greedy"].get<std::vector<int32_t>>());
+        QCOMPARE(out["draft_tokens"].get<int64_t>(), g["f32"]["mtp"]["drafts"].get<int64_t>());
+        QCOMPARE(out["accepted_draft_tokens"].get<int64_t>(), g["f32"]["mtp"]["accepted"].get<int64_t>());
+        QCOMPARE(out["draft_acceptance"].get<double>(),
+                 g["f32"]["mtp"]["accepted"].get<double>() / g["f32"]["mtp"]["drafts"].get<double>());
+        const auto bench = run_cli({"bench", "--model", path_of(qwen35 / "hf"), "-p", "0", "-n", "8", "-r", "1", "--mtp", "--json"});
+        QVERIFY2(bench.exit_code == 0, bench.err.constData());
+        const auto rows = nlohmann::json::parse(bench.out.toStdString());
+        QCOMPARE(rows.size(), size_t{2});
+        QCOMPARE(rows[1]["test"].get<std::string>(), std::string("tg8+mtp"));
+        QVERIFY(rows[1]["draft_acceptance"].get<double>() >= 0 && rows[1]["tok_s"].get<double>() > 0);
+        const auto without = run_cli({"generate", "--model", path_of(kDir / "qwen3" / "hf"), "--tokens", "1 2", "-n", "2", "--mtp"});
+        QCOMPARE(without.exit_code, 1);
+        QVERIFY(without.err.contains("has no multi-token-prediction head"));
+    }
+
     void generate_streams_text() {
         // Streaming output is the decoded text of the --json ids, plus a final newline.
         const QStringList common = {"generate", "--model", path_of(kDir / "qwen3_moe" / "hf"), "--prompt", "Hello", "--chat", "-n", "12",
