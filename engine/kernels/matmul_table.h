@@ -73,10 +73,11 @@ struct MatmulTable {
     double (*peak_flops_probe)(int64_t iterations, float* sink);
     // The same for the bf16 dot product that gemm_tile_bf16 uses (nullptr where there is none).
     double (*peak_bf16_probe)(int64_t iterations, float* sink);
-    // Q4_K weights times int8 activations (the GEMV's Q8Blocks256 format) for kQ4kTileTokens
+    // Q4_K weights times int8 activations (the GEMV's Q8Blocks256 format) for up to kQ4kTileTokens
     // tokens and `rows` consecutive rows from w (row_bytes apart), over `blocks` super-blocks of
     // 256 values: y[t * ldy + r] = dot_q4_k(row r, acts[t]) (up to float summation order) for
-    // t < valid_tokens. nullptr where the level has none: gemm then takes the row dots.
+    // t < valid_tokens; only those tokens are computed. nullptr where the level has none: gemm
+    // then takes the row dots, and so does a GEMV of several tokens.
     void (*gemm_q4_k_tile)(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
                            int valid_tokens, float* y, int64_t ldy);
     // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.

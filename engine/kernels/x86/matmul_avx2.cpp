@@ -273,18 +273,23 @@ float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
 // with the mins' term (min x the activations' 16-value sums) taken off there. One row at a time
 // keeps the four token accumulators and the row's operands in registers; the activations are
 // read from L1 by each row.
-void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
-                         int valid_tokens, float* y, int64_t ldy) {
-    static_assert(kQ4kTileTokens == 4, "four token accumulators");
+// T tokens (1 to 4): decoding (2-4 tokens, a speculative verification) pays only for the tokens
+// it has, where the row dots would unpack every block once per token.
+template <int T>
+void q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
+                    int64_t ldy) {
+    static_assert(kQ4kTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
     const __m256i low4 = _mm256_set1_epi8(0xF);
     for (int64_t r = 0; r < rows; ++r) {
         U8 p = reinterpret_cast<U8>(w) + r * row_bytes;
         __m256 facc[kQ4kTileTokens];
         for (__m256& v : facc) v = _mm256_setzero_ps();
         for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ4_KBytes) {
+            prefetch_weights(p);  // streamed from memory when decoding
+            prefetch_weights(p + 64);
             alignas(8) uint8_t sc[8], m[8];
             blocks::k4_scales_mins(p + 4, sc, m);
-            __m256i acc[kQ4kTileTokens];
+            __m256i acc[T];
             for (__m256i& v : acc) v = _mm256_setzero_si256();
             const __m256i scales = k4_scale_words(sc);
             // Each sub-block's scale broadcast by a byte shuffle: words 2c and 2c+1 of `scales`.
@@ -299,7 +304,7 @@ void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, 
                 const __m256i scale_lo = _mm256_shuffle_epi8(scales, pick_lo), scale_hi = _mm256_shuffle_epi8(scales, pick_hi);
                 pick_lo = _mm256_add_epi8(pick_lo, next_pair);
                 pick_hi = _mm256_add_epi8(pick_hi, next_pair);
-                for (int t = 0; t < kQ4kTileTokens; ++t) {
+                for (int t = 0; t < T; ++t) {
                     const int8_t* q = acts[t][b].q + 64 * c;
                     const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
                     const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32));
@@ -310,7 +315,7 @@ void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, 
             const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
             const __m256i mins_per_16 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
             const float d = half(p), dmin = half(p + 2);
-            for (int t = 0; t < kQ4kTileTokens; ++t) {
+            for (int t = 0; t < T; ++t) {
                 const ActBlock256& a = acts[t][b];
                 const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
                 const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins_per_16));
@@ -322,7 +327,17 @@ void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, 
         const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
         alignas(16) float sums[4];
         _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
-        for (int t = 0; t < valid_tokens; ++t) y[t * ldy + r] = sums[t];
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = sums[t];
+    }
+}
+
+void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
+                         int valid_tokens, float* y, int64_t ldy) {
+    switch (valid_tokens) {
+        case 1: q4_k_tile_avx2<1>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+        case 2: q4_k_tile_avx2<2>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+        case 3: q4_k_tile_avx2<3>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+        default: q4_k_tile_avx2<4>(blocks, w, row_bytes, rows, acts, y, ldy); break;
     }
 }
 
