@@ -281,6 +281,22 @@ private slots:
         const auto more = session.generate(second, generate);
         QCOMPARE(more.stats.reused_prompt_tokens, static_cast<int64_t>(second.size() - 1));
         QCOMPARE(more.tokens.size(), size_t{4});
+
+        // At the end of the context drafting stops where plain decoding does, whether or not a
+        // draft is pending there.
+        generate.max_tokens = 32;
+        for (int64_t room = 3; room <= 12; ++room) {
+            options.context_length = static_cast<int64_t>(golden.prompt.size()) + room;
+            auto small = oxinfer::Model::load(path.string(), options);
+            oxinfer::Session plain_session(*small), draft_session(*small);
+            generate.draft = false;
+            const auto plain = plain_session.generate(golden.prompt, generate);
+            generate.draft = true;
+            const auto drafted = draft_session.generate(golden.prompt, generate);
+            QCOMPARE(plain.stop, oxinfer::StopReason::ContextFull);
+            QCOMPARE(drafted.stop, oxinfer::StopReason::ContextFull);
+            QCOMPARE(drafted.tokens, plain.tokens);
+        }
     }
 };
 

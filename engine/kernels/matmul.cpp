@@ -370,18 +370,6 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
             if (begin >= end) continue;
             if (!part.dot && static_cast<int64_t>(row.size()) < cols) row.resize(static_cast<size_t>(cols));
-            if (tokens > 1 && w.dtype == DType::Q4_K && part.dot && table.gemm_q4_k_tile) {
-                // Several tokens: each block unpacked once per group of up to 4 (the GEMM's tile).
-                for (int64_t t0 = 0; t0 < tokens; t0 += kQ4kTileTokens) {
-                    const int64_t group = std::min<int64_t>(kQ4kTileTokens, tokens - t0);
-                    const ActBlock256* acts[kQ4kTileTokens];
-                    for (int64_t t = 0; t < kQ4kTileTokens; ++t)
-                        acts[t] = static_cast<const ActBlock256*>(act.row(part.format, t0 + std::min<int64_t>(t, group - 1)));
-                    table.gemm_q4_k_tile(cols / 256, w.data + begin * w.row_bytes, w.row_bytes, end - begin, acts, static_cast<int>(group),
-                                         part.y + t0 * w.rows + begin, w.rows);
-                }
-                continue;
-            }
             for (int64_t r = begin; r < end; ++r) {
                 const std::byte* weights = w.data + r * w.row_bytes;
                 if (!part.dot) {

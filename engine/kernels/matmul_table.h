@@ -77,7 +77,7 @@ struct MatmulTable {
     // tokens and `rows` consecutive rows from w (row_bytes apart), over `blocks` super-blocks of
     // 256 values: y[t * ldy + r] = dot_q4_k(row r, acts[t]) (up to float summation order) for
     // t < valid_tokens; only those tokens are computed. nullptr where the level has none: gemm
-    // then takes the row dots, and so does a GEMV of several tokens.
+    // then takes the row dots.
     void (*gemm_q4_k_tile)(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
                            int valid_tokens, float* y, int64_t ldy);
     // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.

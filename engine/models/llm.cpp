@@ -172,11 +172,25 @@ double Model::load_seconds() const { return impl_->load_seconds; }
 
 struct Session::State {
     std::unique_ptr<models::SequenceState> sequence;
-    // Drafting (GenerateOptions::draft): the MTP head's state, one position per evaluated token
-    // but the last, and the final-normed hidden states of the first hidden_rows evaluated tokens.
+    // Drafting (GenerateOptions::draft): the MTP head's state (at most one position per evaluated
+    // token but the last) and the final-normed hidden states of the evaluated positions
+    // [hidden_first, hidden_rows) that the head has not consumed yet (hidden_first <= its size).
     std::unique_ptr<models::SequenceState> draft;
     std::vector<float> hidden;
-    int64_t hidden_rows = 0;
+    int64_t hidden_first = 0, hidden_rows = 0;
+
+    // After the sequence kept `kept` tokens: the head keeps the positions whose next token is
+    // kept; if it would need rows already dropped, drafting starts over from the beginning.
+    void keep(int64_t kept) {
+        hidden_rows = std::min(hidden_rows, kept);
+        if (!draft) return;
+        draft->truncate(std::max<int64_t>(kept - 1, 0));
+        if (draft->size() < hidden_first || hidden_rows < hidden_first) {
+            draft->truncate(0);
+            hidden.clear();
+            hidden_first = hidden_rows = 0;
+        }
+    }
 };
 
 Session::Session(Model& model) : model_(model), state_(std::make_unique<State>()) {
@@ -191,8 +205,7 @@ int64_t Session::truncate(int64_t tokens) {
     if (tokens < static_cast<int64_t>(tokens_.size())) tokens_.resize(static_cast<size_t>(std::max<int64_t>(tokens, 0)));
     tokens_.resize(static_cast<size_t>(state_->sequence->truncate(static_cast<int64_t>(tokens_.size()))));
     const int64_t kept = static_cast<int64_t>(tokens_.size());
-    state_->hidden_rows = std::min(state_->hidden_rows, kept);
-    if (state_->draft) state_->draft->truncate(std::max<int64_t>(kept - 1, 0));
+    state_->keep(kept);
     return kept;
 }
 
@@ -212,8 +225,9 @@ std::vector<float> Session::run(std::span<const int32_t> tokens, bool all_positi
     State& st = *state_;
     float* hidden = nullptr;
     if (keep_hidden && st.hidden_rows == static_cast<int64_t>(tokens_.size())) {
-        st.hidden.resize(static_cast<size_t>((tokens_.size() + tokens.size()) * config.hidden_size));
-        hidden = st.hidden.data() + tokens_.size() * config.hidden_size;
+        const int64_t rows = static_cast<int64_t>(tokens_.size()) - st.hidden_first;
+        st.hidden.resize(static_cast<size_t>((rows + static_cast<int64_t>(tokens.size())) * config.hidden_size));
+        hidden = st.hidden.data() + rows * config.hidden_size;
     }
     model_.impl().lm->forward(tokens.data(), static_cast<int64_t>(tokens.size()), *st.sequence, logits.data(), all_positions, hidden);
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
@@ -242,11 +256,16 @@ int32_t Session::draft_after(int32_t next) {
     // it, the last one being `next`, sampled but not yet evaluated.
     State& st = *state_;
     const int64_t d = model_.config().hidden_size, P = static_cast<int64_t>(tokens_.size());
+    st.draft->truncate(P - 1);  // a position left by an evaluation that threw after drafting
     const int64_t m = st.draft->size();
     std::vector<int32_t> following(tokens_.begin() + m + 1, tokens_.end());
     following.push_back(next);
     std::vector<float> logits(static_cast<size_t>(model_.config().vocab_size));
-    model_.impl().lm->draft_head()->forward(st.hidden.data() + m * d, following.data(), P - m, *st.draft, logits.data());
+    model_.impl().lm->draft_head()->forward(st.hidden.data() + (m - st.hidden_first) * d, following.data(), P - m, *st.draft,
+                                            logits.data());
+    // The head has consumed the rows before P - 1's successor: keep only [P, hidden_rows).
+    st.hidden.erase(st.hidden.begin(), st.hidden.begin() + (P - st.hidden_first) * d);
+    st.hidden_first = P;
     return static_cast<int32_t>(kernels::argmax(logits.data(), model_.config().vocab_size));
 }
 
@@ -270,6 +289,8 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     common = std::min(common, prompt.size() - 1);
     if (drafting) common = std::min(common, static_cast<size_t>(state_->hidden_rows));
     common = static_cast<size_t>(truncate(static_cast<int64_t>(common)));
+    if (drafting && state_->hidden_rows < static_cast<int64_t>(common))  // the rows were dropped: start over
+        common = static_cast<size_t>(truncate(state_->hidden_rows));
     result.stats.reused_prompt_tokens = static_cast<int64_t>(common);
     std::vector<float> logits = run(prompt.subspan(common), false, drafting);
     result.stats.prefill_seconds = seconds_since(start);
@@ -325,7 +346,8 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
             break;
         }
         if (step + 1 == options.max_tokens) break;
-        if (static_cast<int64_t>(tokens_.size()) >= model_.context_length()) {
+        // A pending draft holds a position the sampled token may take: it does not count.
+        if (static_cast<int64_t>(tokens_.size()) - (drafted ? 1 : 0) >= model_.context_length()) {
             result.stop = StopReason::ContextFull;
             break;
         }
@@ -344,7 +366,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
             truncate(static_cast<int64_t>(tokens_.size()) - 1);
         }
         if (drafting && state_->hidden_rows == static_cast<int64_t>(tokens_.size()) && step + 2 < options.max_tokens &&
-            static_cast<int64_t>(tokens_.size()) + 2 <= model_.context_length()) {
+            static_cast<int64_t>(tokens_.size()) + 2 <= model_.context_length() && state_->draft->size() >= state_->hidden_first) {
             // Verify the draft with the next token in one pass: the logits of both positions.
             const int32_t both[] = {token, draft_after(token)};
             ++result.stats.draft_tokens;
@@ -360,7 +382,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     // A draft evaluated but not emitted, or emitted last, leaves the cache (see tokens()); the head
     // keeps no position past the evaluated tokens.
     if (drafted) truncate(static_cast<int64_t>(tokens_.size()) - 1);
-    if (state_->draft) state_->draft->truncate(std::max<int64_t>(static_cast<int64_t>(tokens_.size()) - 1, 0));
+    state_->keep(static_cast<int64_t>(tokens_.size()));
     if (decoder && result.stop != StopReason::StopString) {
         std::string rest = pending + decoder->finish();
         if (!rest.empty()) {

@@ -207,7 +207,8 @@ public:
             renormalize_experts_ = gguf_arch.empty() ? config.raw.value("norm_topk_prob", true)
                                                      : config.raw.value(gguf_arch + ".expert_weights_norm", true);
         read_shape(subject);
-        rotary_dim_ = static_cast<int64_t>(static_cast<double>(config.head_dim) * config.partial_rotary_factor);
+        // Rounded: GGUF gives the rotary size, stored here as a factor of head_dim.
+        rotary_dim_ = std::llround(static_cast<double>(config.head_dim) * config.partial_rotary_factor);
         if (rotary_dim_ <= 0 || rotary_dim_ % 2 != 0 || rotary_dim_ > config.head_dim)
             throw Error(subject, "partial_rotary_factor " + std::to_string(config.partial_rotary_factor) + " gives an unusable rotary size");
         inv_freq_ = rope_inverse_frequencies(config, rotary_dim_, subject);
@@ -312,11 +313,13 @@ private:
         const TensorInfo* head = weights_.find("lm_head.weight");
         if (!head && !c.tie_word_embeddings) throw Error(subject, "has no lm_head.weight and tie_word_embeddings is false");
         lm_head_ = head && !c.tie_word_embeddings ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;
-        for (size_t i = 0; i < layers_.size(); ++i) load_layer(layers_[i], root + "layers." + std::to_string(i) + ".", subject);
+        for (size_t i = 0; i < layers_.size(); ++i)
+            load_layer(layers_[i], static_cast<int64_t>(i), root + "layers." + std::to_string(i) + ".", subject);
         load_mtp(subject);
     }
 
-    void load_layer(Layer& layer, const std::string& p, const std::string& subject) {
+    // `index` in the stack, or -1 for the MTP layer.
+    void load_layer(Layer& layer, int64_t index, const std::string& p, const std::string& subject) {
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size, hd = c.head_dim;
         const DeltaNetShape& s = shape_;
@@ -356,7 +359,7 @@ private:
             layer.dt_bias = weights_.vector(q + "dt_bias", s.value_heads);
             layer.norm = weights_.vector(q + "norm.weight", s.value_dim);
         }
-        if (sparse(layer, p)) {
+        if (sparse(index, p)) {
             // Qwen3_5MoeSparseMoeBlock / Qwen3NextSparseMoeBlock: a shared expert with a sigmoid gate.
             layer.moe = load_moe(weights_, p, c.num_experts, hidden, c.moe_intermediate_size, c.num_experts_per_token,
                                  renormalize_experts_, shared_expert_width(subject));
@@ -388,7 +391,7 @@ private:
         head.hidden_norm = norm("pre_fc_norm_hidden", "hnorm");
         head.final_norm = norm("norm", "shared_head_norm");
         head.layer.full_attention = true;
-        load_layer(head.layer, gguf ? "model.layers." + std::to_string(config_.num_hidden_layers) + "." : "mtp.layers.0.", subject);
+        load_layer(head.layer, -1, gguf ? "model.layers." + std::to_string(config_.num_hidden_layers) + "." : "mtp.layers.0.", subject);
     }
 
     // The MTP head's positions [state.size(), + total): position i from hidden[i] and next[i].
@@ -421,11 +424,9 @@ private:
     // MoE models: layers in mlp_only_layers, or off the decoder_sparse_step, stay dense. GGUF has
     // no such keys (llama.cpp makes every layer sparse), and the MTP layer is none of the stack:
     // there a layer is sparse when it has a router.
-    bool sparse(const Layer& layer_weights, const std::string& prefix) const {
+    bool sparse(int64_t layer, const std::string& prefix) const {
         if (config_.num_experts <= 0) return false;
-        const int64_t layer = static_cast<int64_t>(&layer_weights - layers_.data());
-        if (weights_.is_gguf() || layer < 0 || layer >= static_cast<int64_t>(layers_.size()))
-            return weights_.find(prefix + "mlp.gate.weight") != nullptr;
+        if (weights_.is_gguf() || layer < 0) return weights_.find(prefix + "mlp.gate.weight") != nullptr;
         const int64_t step = config_.raw.value("decoder_sparse_step", int64_t{1});
         if (step <= 0 || (layer + 1) % step != 0) return false;
         const auto only = config_.raw.find("mlp_only_layers");

@@ -98,13 +98,17 @@ struct SynthTensor {
     std::vector<int64_t> shape;
     bool norm;  // filled with ones, stored f32 in GGUF
     bool f32_in_gguf = false;  // small random tensors llama.cpp keeps in f32 (the DeltaNet's conv, A, dt bias)
+    bool negative = false;     // GGUF ssm_a holds -exp(A_log): decays must stay below 0
 };
 
 bool is_qwen35(const TransformerConfig& c) { return c.architecture == "Qwen3_5ForCausalLM" || c.architecture == "Qwen3_5MoeForCausalLM"; }
 
 // Gated DeltaNet layers: every layer but each full_attention_interval-th.
 bool linear_attention_layer(const TransformerConfig& c, int64_t layer) {
-    return is_qwen35(c) && (layer + 1) % c.raw.value("full_attention_interval", int64_t{4}) != 0;
+    if (!is_qwen35(c)) return false;
+    const int64_t interval = c.raw.value("full_attention_interval", int64_t{4});
+    if (interval <= 0) throw Error("config", "full_attention_interval must be positive");
+    return (layer + 1) % interval != 0;
 }
 
 // The tensors of the config in Hugging Face names or llama.cpp's. Experts: Qwen3-MoE one tensor
@@ -131,7 +135,7 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
         add(q + "in_proj_a.weight", {value_heads, h});
         if (gguf) out.push_back({name(q + "conv1d.weight"), {2 * keys + values, kernel}, false, true});
         else add(q + "conv1d.weight", {2 * keys + values, 1, kernel});
-        out.push_back({name(q + "A_log"), {value_heads}, false, true});
+        out.push_back({name(q + "A_log"), {value_heads}, false, true, gguf});
         out.push_back({name(q + "dt_bias"), {value_heads}, false, true});
         add_norm(q + "norm.weight", r.value("linear_value_head_dim", int64_t{0}));
         add(q + "out_proj.weight", {h, values});
@@ -237,8 +241,10 @@ void fill_tensor(const SynthTensor& t, DType type, uint64_t seed, std::byte* out
         std::vector<float> row(static_cast<size_t>(cols));
         for (int64_t r = begin; r < end; ++r) {
             uint64_t state = base + static_cast<uint64_t>(r) * 0x632BE59BD9B4E019ull;
-            for (float& v : row)
+            for (float& v : row) {
                 v = t.norm ? 1.0f : a * (static_cast<float>(splitmix(state) >> 40) * 0x1.0p-23f - 1.0f);
+                if (t.negative) v = -std::exp(v);
+            }
             quantize_row(type, row.data(), out + r * row_bytes, cols);
         }
     });
@@ -277,7 +283,8 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
         writer.add_u32(arch + ".ssm.time_step_rank", u32("linear_num_value_heads"));
         writer.add_u32(arch + ".ssm.inner_size", u32("linear_num_value_heads") * u32("linear_value_head_dim"));
         writer.add_u32(arch + ".full_attention_interval", u32("full_attention_interval"));
-        std::vector<int32_t> sections = r["rope_parameters"].value("mrope_section", std::vector<int32_t>{11, 11, 10});
+        std::vector<int32_t> sections =
+            r.value("rope_parameters", nlohmann::json::object()).value("mrope_section", std::vector<int32_t>{11, 11, 10});
         sections.resize(4, 0);
         writer.add_i32_array(arch + ".rope.dimension_sections", sections);
     }

@@ -273,8 +273,7 @@ float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
 // with the mins' term (min x the activations' 16-value sums) taken off there. One row at a time
 // keeps the four token accumulators and the row's operands in registers; the activations are
 // read from L1 by each row.
-// T tokens (1 to 4): decoding (2-4 tokens, a speculative verification) pays only for the tokens
-// it has, where the row dots would unpack every block once per token.
+// T tokens (1 to 4): a prefill's last group pays only for the tokens it has.
 template <int T>
 void q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
                     int64_t ldy) {
