@@ -69,7 +69,11 @@ void gated_delta_rule_with(const OpsTable& table, const DeltaRuleShape& shape, c
     const int64_t hv = shape.value_heads, hk = shape.key_heads, dk = shape.key_dim, dv = shape.value_dim;
     const int64_t group = hv / hk;
     pool.parallel_for(hv, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scratch(static_cast<size_t>(delta_rule_scratch_floats(dk, dv)));
+        // Kept between calls on each thread: decoding runs this for every DeltaNet layer of every
+        // token, and a chunk's scratch is ~200 KB (a step needs only dv floats of it).
+        thread_local std::vector<float> scratch;
+        const int64_t needed = tokens == 1 ? dv : delta_rule_scratch_floats(dk, dv);
+        if (static_cast<int64_t>(scratch.size()) < needed) scratch.resize(static_cast<size_t>(needed));
         for (int64_t h = begin; h < end; ++h) {
             const int64_t kh = shape.key_heads_tiled ? h % hk : h / group;
             DeltaRuleHead head{q + kh * dk, k + kh * dk, v + h * dv, g + h, beta + h, hk * dk, hv * dv, hv, dk, dv,
