@@ -21,8 +21,9 @@ void convert(DType dtype, const float* src, std::byte* dst, int64_t n) {
 
 }  // namespace
 
-KvCache::KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity)
-    : kv_heads_(kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity), keys_(static_cast<size_t>(layers)),
+KvCache::KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity, int64_t window)
+    : kv_heads_(kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity), window_(window),
+      ring_(window > 0 && window + kMaxStoreTokens < capacity ? window + kMaxStoreTokens : 0), keys_(static_cast<size_t>(layers)),
       values_(static_cast<size_t>(layers)) {
     if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
         throw Error("kv cache", "type " + std::string(dtype_name(dtype)) + " is not supported (f32, f16, bf16 are)");
@@ -34,14 +35,21 @@ uint64_t KvCache::bytes_per_position() const {
 
 uint64_t KvCache::allocated_bytes() const { return bytes_per_position() * static_cast<uint64_t>(reserved_); }
 
-void KvCache::truncate(int64_t size) { size_ = std::min(size_, size); }
+int64_t KvCache::truncate(int64_t size) {
+    if (size >= size_) return size_;
+    // A ring holds positions [size_ - ring_, size_); the queries after `size` need the window before it.
+    const bool overwritten = ring_ > 0 && size > 0 && size - window_ + 1 < size_ - ring_;
+    size_ = overwritten ? 0 : size;
+    return size_;
+}
 
 void KvCache::reserve(int64_t end) {
     if (end > capacity_)
         throw Error("context", std::to_string(end) + " tokens do not fit in the context length of " + std::to_string(capacity_) +
                                    " (--ctx sets it)");
-    if (end <= reserved_) return;
-    const int64_t grown = std::min(capacity_, std::max({end, reserved_ * 2, int64_t{256}}));
+    const int64_t slots = ring_ > 0 ? std::min(end, ring_) : end;
+    if (slots <= reserved_) return;
+    const int64_t grown = std::min(ring_ > 0 ? ring_ : capacity_, std::max({slots, reserved_ * 2, int64_t{256}}));
     const size_t bytes = static_cast<size_t>(grown * kv_heads_ * head_dim_ * element_bytes(dtype_));
     for (auto& layer : keys_) layer.resize(bytes);
     for (auto& layer : values_) layer.resize(bytes);
@@ -49,10 +57,17 @@ void KvCache::reserve(int64_t end) {
 }
 
 void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v) {
-    const int64_t n = count * kv_heads_ * head_dim_;
-    const int64_t offset = first * kv_heads_ * head_dim_ * element_bytes(dtype_);
-    convert(dtype_, k, keys_[static_cast<size_t>(layer)].data() + offset, n);
-    convert(dtype_, v, values_[static_cast<size_t>(layer)].data() + offset, n);
+    if (ring_ > 0 && count > kMaxStoreTokens) throw Error("kv cache", "a store of more than kMaxStoreTokens positions into a ring");
+    const int64_t row = kv_heads_ * head_dim_;
+    // A ring's store wraps at most once: it is split into the slots up to the end and those from 0.
+    for (int64_t done = 0; done < count;) {
+        const int64_t slot = ring_ > 0 ? (first + done) % ring_ : first + done;
+        const int64_t n = ring_ > 0 ? std::min(count - done, ring_ - slot) : count - done;
+        const int64_t offset = slot * row * element_bytes(dtype_);
+        convert(dtype_, k + done * row, keys_[static_cast<size_t>(layer)].data() + offset, n * row);
+        convert(dtype_, v + done * row, values_[static_cast<size_t>(layer)].data() + offset, n * row);
+        done += n;
+    }
 }
 
 kernels::KvCacheView KvCache::view(const std::vector<std::byte>& data) const {
@@ -61,6 +76,7 @@ kernels::KvCacheView KvCache::view(const std::vector<std::byte>& data) const {
     view.data = data.data();
     view.head_stride = head_dim_ * element_bytes(dtype_);
     view.position_stride = kv_heads_ * view.head_stride;
+    view.ring_size = ring_;
     return view;
 }
 

@@ -2,24 +2,38 @@
 // The keys and values of one sequence, per layer, laid out [position][kv head][head_dim] in f32,
 // f16 or bf16. Memory grows with the positions used (doubling, up to the context length), so a
 // short chat on a 128k-context model takes what it needs, not the whole window.
+//
+// A sliding-window cache (window > 0: each query sees itself and window - 1 keys before it) is a
+// ring of window + kMaxStoreTokens slots, so memory stays bounded in long chats: a store of up to
+// kMaxStoreTokens positions never overwrites a key the stored queries still see, and the slots
+// beyond that let a chat step back up to kMaxStoreTokens positions (regenerate, a rejected draft).
 
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace oxinfer::models {
 
+// The most positions one store() may take (a prefill step).
+constexpr int64_t kMaxStoreTokens = 512;
+
 class KvCache {
 public:
-    KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity);
+    KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity, int64_t window = 0);
 
     int64_t capacity() const { return capacity_; }  // the context length
     int64_t size() const { return size_; }          // positions [0, size) hold valid entries
     DType dtype() const { return dtype_; }
-    void truncate(int64_t size);
+    int64_t window() const { return window_; }
+    // Goes back to the first `size` positions and returns how many it kept: `size`, or for a ring
+    // whose keys of the window before `size` were overwritten, 0 (everything is evaluated again).
+    int64_t truncate(int64_t size);
     void set_size(int64_t size) { size_ = size; }
+    // The first key a query at position `query` sees: attention's kv_begin for queries from there.
+    int64_t first_visible(int64_t query) const { return window_ > 0 ? std::max<int64_t>(0, query - window_ + 1) : 0; }
 
     // Makes room for positions [0, end); throws oxinfer::Error past the context length.
     void reserve(int64_t end);
@@ -38,6 +52,7 @@ private:
     int64_t kv_heads_, head_dim_;
     DType dtype_;
     int64_t capacity_;
+    int64_t window_ = 0, ring_ = 0;  // ring_: slots of a sliding-window cache (0: one per position)
     int64_t size_ = 0;
     int64_t reserved_ = 0;
     std::vector<std::vector<std::byte>> keys_, values_;

@@ -20,8 +20,9 @@ void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, co
     }
 }
 
-void swiglu_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
-                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool, bool force_gemm) {
+void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
+                        const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool, GateActivation activation,
+                        bool force_gemm) {
     const int64_t inter = gate.rows;
     grow(scratch.gate, n * inter);
     grow(scratch.up, n * inter);
@@ -32,7 +33,8 @@ void swiglu_feed_forward(const kernels::WeightMatrix& gate, const kernels::Weigh
         const kernels::MatmulTarget targets[] = {{&gate, scratch.gate.data()}, {&up, scratch.up.data()}};
         kernels::matmul_many(targets, x, n, pool);
     }
-    kernels::swiglu(scratch.gate.data(), scratch.up.data(), scratch.gate.data(), n * inter);
+    (activation == GateActivation::Silu ? kernels::swiglu : kernels::geglu_tanh)(scratch.gate.data(), scratch.up.data(),
+                                                                                 scratch.gate.data(), n * inter);
     (force_gemm ? kernels::gemm : kernels::matmul)(down, scratch.gate.data(), n, out, pool);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Building blocks the decoder families share: projections of one input through several linears,
-// and the SwiGLU feed-forward.
+// and the gated (SwiGLU / GeGLU) feed-forward.
 
 #include "models/weights.h"
 
@@ -26,10 +26,15 @@ struct FeedForwardScratch {
     std::vector<float> gate, up;
 };
 
-// out = down(silu(gate(x)) · up(x)) for n rows. `force_gemm`: take the GEMM path even for a few
+enum class GateActivation {
+    Silu,      // SwiGLU (Llama, Qwen)
+    GeluTanh,  // GeGLU with gelu_pytorch_tanh (Gemma)
+};
+
+// out = down(act(gate(x)) · up(x)) for n rows. `force_gemm`: take the GEMM path even for a few
 // rows (an expert's share of a prefill), so that a prefill's arithmetic does not depend on routing.
-void swiglu_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
-                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool,
-                         bool force_gemm = false);
+void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
+                        const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool,
+                        GateActivation activation = GateActivation::Silu, bool force_gemm = false);
 
 }  // namespace oxinfer::models

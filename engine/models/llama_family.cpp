@@ -203,7 +203,7 @@ private:
             kernels::rms_norm(x_.data(), layer.ffn_norm.data(), normed_.data(), n, hidden, eps);
             if (!layer.moe) {
                 profiler::Scope scope("mlp");
-                swiglu_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(), feed_forward_, pool_);
+                gated_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(), feed_forward_, pool_);
             } else {
                 profiler::Scope scope("moe");
                 moe_.forward(*layer.moe, normed_.data(), n, hidden, residual_.data(), pool_);
