@@ -72,16 +72,20 @@ int run_model_bench(const Args& args) {
             for (int64_t i = 0; i < generate; ++i) session.evaluate(std::span(ids.data() + i, 1));
         }));
 
-    // --mtp: greedy generation drafting with the MTP head (GenerateOptions::draft) from a one-token
-    // prompt; its tokens/s against tgN's is the speed-up, at the acceptance this model gives.
-    if (generate > 0 && args.flag("mtp")) {
-        if (!model->has_draft_head()) throw Error(args.required("model"), "has no multi-token-prediction head for --mtp");
+    // --mtp / --draft-model: greedy generation drafting with the MTP head or the draft model
+    // (GenerateOptions::draft) from a one-token prompt; its tokens/s against tgN's is the speed-up,
+    // at the acceptance this model gives.
+    const bool draft_model = args.value("draft-model").has_value();
+    if (generate > 0 && (args.flag("mtp") || draft_model)) {
+        if (args.flag("mtp") && draft_model) throw Error("bench", "give --mtp or --draft-model, not both");
+        if (args.flag("mtp") && !model->has_draft_head()) throw Error(args.required("model"), "has no multi-token-prediction head for --mtp");
         GenerateOptions draft;
         draft.max_tokens = generate;
         draft.stop_at_model_stop_tokens = false;
         draft.draft = true;
+        draft.draft_tokens = draft_tokens_option(args);
         int64_t drafted = 0, accepted = 0;
-        Measurement m = measure("tg" + std::to_string(generate) + "+mtp", repetitions, generate, [&] {
+        Measurement m = measure("tg" + std::to_string(generate) + (draft_model ? "+draft" : "+mtp"), repetitions, generate, [&] {
             session.reset();
             const GenerationResult result = session.generate(std::span(ids.data(), 1), draft);
             drafted += result.stats.draft_tokens;

@@ -87,9 +87,10 @@ int run_generate(const std::vector<std::string>& argv) {
     if (!args.value("tokens") && !args.value("prompt")) throw Error("generate", "give --prompt or --tokens");
     if (args.flag("chat") && !args.value("prompt")) throw Error("generate", "--chat needs --prompt");
     GenerateOptions generate = generate_options(args, 128);
-    generate.draft = args.flag("mtp");
+    if (args.flag("mtp") && args.value("draft-model")) throw Error("generate", "give --mtp or --draft-model, not both");
+    generate.draft = generate.draft || args.flag("mtp");
     auto model = Model::load(args.required("model"), load_options(args));
-    if (generate.draft && !model->has_draft_head())
+    if (args.flag("mtp") && !model->has_draft_head())
         throw Error(args.required("model"), "has no multi-token-prediction head (mtp.* or GGUF nextn tensors) for --mtp");
     const bool as_json = args.flag("json");
     const TokenCallback stream = as_json ? TokenCallback{} : streaming_printer(model->has_tokenizer());

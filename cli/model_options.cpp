@@ -26,6 +26,8 @@ std::vector<OptionSpec> model_load_options() {
         {"quant", "", "TYPE", "convert the weights at load: bf16, q8 (Q8_0) or q4 (Q4_K)"},
         {"ctx", "", "N", "context length (default: the model's max_position_embeddings)"},
         {"kv-type", "", "TYPE", "KV cache type: f32 (default), f16 or bf16"},
+        {"draft-model", "", "MODEL", "a draft model for speculative decoding (Gemma 4's assistant): folder, .gguf or repo id"},
+        {"draft-max", "", "N", "tokens drafted per verification with --draft-model (default 3)"},
     };
 }
 
@@ -46,7 +48,14 @@ LoadOptions load_options(const Args& args) {
             throw Error("--kv-type", "'" + *kv + "' is not one of f32, f16, bf16");
         options.kv_type = *type;
     }
+    if (auto draft = args.value("draft-model")) options.draft_model = *draft;
     return options;
+}
+
+int64_t draft_tokens_option(const Args& args) {
+    const auto n = number<int64_t>(args, "draft-max", 3);
+    if (n < 1) throw Error("--draft-max", "must be at least 1");
+    return n;
 }
 
 std::vector<OptionSpec> sampling_options() {
@@ -84,6 +93,8 @@ GenerateOptions generate_options(const Args& args, int64_t default_max_tokens) {
     if (s.repetition_penalty <= 0) throw Error("--repeat-penalty", "must be positive");
     options.stop_strings = args.values("stop");
     options.stop_at_model_stop_tokens = !args.flag("ignore-eos");
+    options.draft = args.value("draft-model").has_value();
+    options.draft_tokens = draft_tokens_option(args);
     return options;
 }
 

@@ -12,6 +12,8 @@ namespace oxinfer::cli {
 
 std::vector<OptionSpec> model_load_options();
 LoadOptions load_options(const Args& args);
+// --draft-max (default 3), checked.
+int64_t draft_tokens_option(const Args& args);
 
 std::vector<OptionSpec> sampling_options();
 // Sampling and stopping; `default_max_tokens` when -n is not given.

@@ -210,6 +210,10 @@ private slots:
         QTest::newRow("gemma pre-ffn") << "gemma3" << "blk.2.ffn_norm.weight" << "model.layers.2.pre_feedforward_layernorm.weight";
         QTest::newRow("gemma post-attn") << "gemma3" << "blk.2.post_attention_norm.weight" << "model.layers.2.post_attention_layernorm.weight";
         QTest::newRow("gemma post-ffn") << "gemma3" << "blk.2.post_ffw_norm.weight" << "model.layers.2.post_feedforward_layernorm.weight";
+        QTest::newRow("gemma4 ple table") << "gemma4" << "per_layer_token_embd.weight" << "model.embed_tokens_per_layer.weight";
+        QTest::newRow("gemma4 ple gate") << "gemma4" << "blk.7.inp_gate.weight" << "model.layers.7.per_layer_input_gate.weight";
+        QTest::newRow("gemma4 layer scalar") << "gemma4" << "blk.7.layer_output_scale.weight" << "model.layers.7.layer_scalar";
+        QTest::newRow("gemma4 assistant") << "gemma4-assistant" << "nextn.pre_projection.weight" << "pre_projection.weight";
     }
 
     void tensorNames() {

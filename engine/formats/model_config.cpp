@@ -31,6 +31,17 @@ public:
         return value ? std::optional(to_integer(*value, key)) : std::nullopt;
     }
 
+    // A value llama.cpp writes as one number or one per layer (Gemma 4's feed_forward_length and
+    // head_count_kv): the first layer's; the model reads the whole list.
+    std::optional<int64_t> optional_first_integer(const std::string& key) const {
+        const json* value = find(key);
+        if (value && value->is_array()) {
+            if (value->empty()) throw Error(subject_, "'" + key + "' is an empty list");
+            return to_integer(value->front(), key);
+        }
+        return optional_integer(key);
+    }
+
     std::optional<double> optional_number(const std::string& key) const {
         const json* value = find(key);
         if (!value) return std::nullopt;
@@ -156,11 +167,13 @@ TransformerConfig transformer_config_from_gguf(const json& metadata, const std::
     config.model_type = *arch;
     config.architecture = hf_architecture(*arch).value_or("");
     config.hidden_size = top.integer(p + "embedding_length");
-    // block_count includes the multi-token-prediction layers llama.cpp appends after the trunk.
-    config.num_hidden_layers = top.integer(p + "block_count") - top.optional_integer(p + "nextn_predict_layers").value_or(0);
-    config.intermediate_size = top.optional_integer(p + "feed_forward_length").value_or(0);
+    // block_count includes the multi-token-prediction layers llama.cpp appends after the trunk; a
+    // draft model made only of such layers (gemma4-assistant) keeps them all.
+    const int64_t blocks = top.integer(p + "block_count"), nextn = top.optional_integer(p + "nextn_predict_layers").value_or(0);
+    config.num_hidden_layers = nextn < blocks ? blocks - nextn : blocks;
+    config.intermediate_size = top.optional_first_integer(p + "feed_forward_length").value_or(0);
     config.num_attention_heads = top.integer(p + "attention.head_count");
-    config.num_key_value_heads = top.optional_integer(p + "attention.head_count_kv").value_or(0);
+    config.num_key_value_heads = top.optional_first_integer(p + "attention.head_count_kv").value_or(0);
     config.head_dim = top.optional_integer(p + "attention.key_length").value_or(0);
     config.max_position_embeddings = top.optional_integer(p + "context_length").value_or(0);
     config.rms_norm_eps = top.optional_number(p + "attention.layer_norm_rms_epsilon").value_or(1e-6);

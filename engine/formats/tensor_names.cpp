@@ -16,6 +16,13 @@ constexpr NamePair kGlobalNames[] = {
     {"token_embd.weight", "model.embed_tokens.weight"},
     {"output_norm.weight", "model.norm.weight"},
     {"output.weight", "lm_head.weight"},
+    // Gemma 4's per-layer embeddings (PLE).
+    {"per_layer_token_embd.weight", "model.embed_tokens_per_layer.weight"},
+    {"per_layer_model_proj.weight", "model.per_layer_model_projection.weight"},
+    {"per_layer_proj_norm.weight", "model.per_layer_projection_norm.weight"},
+    // Gemma 4's assistant (draft model): to and from the main model's width.
+    {"nextn.pre_projection.weight", "pre_projection.weight"},
+    {"nextn.post_projection.weight", "post_projection.weight"},
 };
 
 // Per-layer suffixes, after "blk.N." and "model.layers.N.". Fused MoE expert tensors (one 3-D
@@ -48,6 +55,14 @@ constexpr NamePair kGemmaLayerNames[] = {
     {"post_attention_norm", "post_attention_layernorm"},
     {"ffn_norm", "pre_feedforward_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
+    {"inp_gate", "per_layer_input_gate"},  // Gemma 4's per-layer input
+    {"proj", "per_layer_projection"},
+    {"post_norm", "post_per_layer_input_norm"},
+};
+
+// Gemma 4 layer tensors whose whole names map.
+constexpr NamePair kGemmaWholeNames[] = {
+    {"layer_output_scale.weight", "layer_scalar"},
 };
 
 // Qwen3.5 and Qwen3-Next: the pre-FFN norm under its llama.cpp name, and the Gated DeltaNet
@@ -78,7 +93,7 @@ struct ArchPair {
 constexpr ArchPair kArchitectures[] = {
     {"llama", "LlamaForCausalLM"},     {"qwen2", "Qwen2ForCausalLM"},       {"qwen3", "Qwen3ForCausalLM"},
     {"qwen3moe", "Qwen3MoeForCausalLM"}, {"gemma", "GemmaForCausalLM"},     {"gemma2", "Gemma2ForCausalLM"},
-    {"gemma3", "Gemma3ForCausalLM"},   {"qwen35", "Qwen3_5ForCausalLM"},    {"qwen35moe", "Qwen3_5MoeForCausalLM"},
+    {"gemma3", "Gemma3ForCausalLM"},   {"gemma4", "Gemma4ForCausalLM"},     {"gemma4-assistant", "Gemma4AssistantForCausalLM"},     {"qwen35", "Qwen3_5ForCausalLM"},    {"qwen35moe", "Qwen3_5MoeForCausalLM"},
     {"qwen3next", "Qwen3NextForCausalLM"},
 };
 
@@ -111,6 +126,9 @@ bool split_layer(std::string_view name, std::string_view prefix, int& layer, std
 std::optional<std::string> map_suffix(std::string_view rest, std::string_view arch, bool to_hf) {
     if (is_qwen35(arch))
         for (const NamePair& pair : kQwen35WholeNames)
+            if ((to_hf ? pair.gguf : pair.hf) == rest) return std::string(to_hf ? pair.hf : pair.gguf);
+    if (is_gemma(arch))
+        for (const NamePair& pair : kGemmaWholeNames)
             if ((to_hf ? pair.gguf : pair.hf) == rest) return std::string(to_hf ? pair.hf : pair.gguf);
     const std::vector<NamePair> pairs = layer_names(arch);
     const auto dot = rest.rfind('.');

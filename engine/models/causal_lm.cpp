@@ -15,7 +15,6 @@ struct Registration {
     Factory create;
 };
 
-// New families (Gemma, ...) add their rows here.
 const Registration kRegistry[] = {
     {"LlamaForCausalLM", create_llama_family},
     {"Qwen2ForCausalLM", create_llama_family},
@@ -26,9 +25,18 @@ const Registration kRegistry[] = {
     {"Qwen3_5MoeForConditionalGeneration", create_qwen35},
     {"Qwen3_5MoeForCausalLM", create_qwen35},
     {"Qwen3NextForCausalLM", create_qwen35},
+    {"Gemma3ForCausalLM", create_gemma},
+    {"Gemma3ForConditionalGeneration", create_gemma},
+    {"Gemma4ForCausalLM", create_gemma},
+    {"Gemma4ForConditionalGeneration", create_gemma},
 };
 
 }  // namespace
+
+void CausalLm::attach_draft_model(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings&) {
+    throw Error(checkpoint.path().string(), "is a draft model ('" + config.architecture + "') for another architecture than '" +
+                                                this->config().architecture + "'");
+}
 
 const std::vector<std::string>& supported_architectures() {
     static const std::vector<std::string> names = [] {
@@ -43,6 +51,8 @@ std::unique_ptr<CausalLm> create_causal_lm(const Checkpoint& checkpoint, const T
                                            const ModelLoadSettings& settings, ThreadPool& pool) {
     for (const Registration& r : kRegistry)
         if (config.architecture == r.architecture) return r.create(checkpoint, config, settings, pool);
+    if (config.architecture == "Gemma4AssistantForCausalLM")
+        throw Error(checkpoint.path().string(), "is a Gemma 4 assistant, a draft model: load it beside its main model (--draft-model)");
     std::string list;
     for (const std::string& name : supported_architectures()) list += (list.empty() ? "" : ", ") + name;
     const std::string shown = config.architecture.empty() ? "'" + config.model_type + "' (no known class)" : "'" + config.architecture + "'";

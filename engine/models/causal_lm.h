@@ -48,6 +48,17 @@ public:
     virtual void forward(const float* hidden, const int32_t* next_tokens, int64_t count, SequenceState& state, float* logits) = 0;
 };
 
+// A separate draft model that reads the main model's sequence state instead of keeping its own
+// (Gemma 4's assistant: a small decoder that attends to the main model's KV caches).
+class DraftModel {
+public:
+    virtual ~DraftModel() = default;
+    // Greedy drafts of the `count` tokens after `token`, which the main model sampled for position
+    // state.size() and has not evaluated yet; `hidden` is the main model's final-normed hidden
+    // state of the position before it.
+    virtual void draft(const SequenceState& state, const float* hidden, int32_t token, int64_t count, int32_t* drafts) = 0;
+};
+
 class CausalLm {
 public:
     virtual ~CausalLm() = default;
@@ -55,11 +66,16 @@ public:
     virtual std::unique_ptr<SequenceState> new_state(DType kv_type, int64_t context_length) const = 0;
     // Runs `count` tokens after the state's positions, appends them to it, and writes logits:
     // [count][vocab] when all_positions, else the last position's [vocab]. `hidden`, when given and
-    // the model has a draft head, receives the final-normed hidden states [count][hidden_size].
+    // the model has a draft head or draft model, receives the final-normed hidden states
+    // [count][hidden_size].
     virtual void forward(const int32_t* tokens, int64_t count, SequenceState& state, float* logits, bool all_positions,
                          float* hidden = nullptr) = 0;
     // The model's multi-token-prediction head; null when it has none.
     virtual DraftHead* draft_head() { return nullptr; }
+    // Loads a separate draft model made for this one (its checkpoint must outlive this model);
+    // throws oxinfer::Error naming the drafter when it does not fit this model or the model takes none.
+    virtual void attach_draft_model(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings);
+    virtual DraftModel* draft_model() { return nullptr; }
     virtual uint64_t mapped_weight_bytes() const = 0;
     virtual uint64_t owned_weight_bytes() const = 0;
     virtual std::string weight_type() const = 0;
@@ -76,6 +92,9 @@ std::unique_ptr<CausalLm> create_causal_lm(const Checkpoint& checkpoint, const T
 // The Llama family (Llama 3, Qwen2, Qwen3, Qwen3-MoE): one implementation with per-architecture switches.
 std::unique_ptr<CausalLm> create_llama_family(const Checkpoint& checkpoint, const TransformerConfig& config,
                                               const ModelLoadSettings& settings, ThreadPool& pool);
+// Gemma 3 and Gemma 4 text: sliding and full attention layers, Gemma 4's per-layer embeddings and KV sharing.
+std::unique_ptr<CausalLm> create_gemma(const Checkpoint& checkpoint, const TransformerConfig& config,
+                                       const ModelLoadSettings& settings, ThreadPool& pool);
 // Qwen3.5: Gated DeltaNet layers interleaved with gated full attention.
 std::unique_ptr<CausalLm> create_qwen35(const Checkpoint& checkpoint, const TransformerConfig& config,
                                         const ModelLoadSettings& settings, ThreadPool& pool);

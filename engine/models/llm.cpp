@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 
 namespace oxinfer {
@@ -75,6 +76,7 @@ double GenerationStats::decode_tokens_per_second() const {
 struct Model::Impl {
     std::filesystem::path path;
     std::unique_ptr<Checkpoint> checkpoint;
+    std::unique_ptr<Checkpoint> draft_checkpoint;  // mapped by the draft model inside lm
     TransformerConfig config;
     GenerationConfig generation;
     std::unique_ptr<ThreadPool> pool;
@@ -126,6 +128,11 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
     models::ModelLoadSettings settings;
     settings.convert_weights = options.convert_weights;
     impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
+    if (!options.draft_model.empty()) {
+        impl->draft_checkpoint = Checkpoint::open(hf::resolve_model(options.draft_model));
+        const TransformerConfig draft_config = read_transformer_config(*impl->draft_checkpoint);
+        impl->lm->attach_draft_model(*impl->draft_checkpoint, draft_config, settings);
+    }
 
     // Tokenizer and chat template are optional: logits and benchmarks run from ids alone.
     const bool gguf = checkpoint.format() == CheckpointFormat::Gguf;
@@ -164,6 +171,7 @@ int64_t Model::context_length() const { return impl_->context_length; }
 DType Model::kv_type() const { return impl_->options.kv_type; }
 int Model::threads() const { return impl_->pool->size(); }
 bool Model::has_draft_head() const { return impl_->lm->draft_head() != nullptr; }
+bool Model::has_draft_model() const { return impl_->lm->draft_model() != nullptr; }
 uint64_t Model::weight_bytes() const { return impl_->lm->mapped_weight_bytes() + impl_->lm->owned_weight_bytes(); }
 std::string Model::weight_type() const { return impl_->lm->weight_type(); }
 double Model::load_seconds() const { return impl_->load_seconds; }
@@ -174,7 +182,8 @@ struct Session::State {
     std::unique_ptr<models::SequenceState> sequence;
     // Drafting (GenerateOptions::draft): the MTP head's state (at most one position per evaluated
     // token but the last) and the final-normed hidden states of the evaluated positions
-    // [hidden_first, hidden_rows) that the head has not consumed yet (hidden_first <= its size).
+    // [hidden_first, hidden_rows) that the head has not consumed yet (hidden_first <= its size); a
+    // draft model needs only the last of them.
     std::unique_ptr<models::SequenceState> draft;
     std::vector<float> hidden;
     int64_t hidden_first = 0, hidden_rows = 0;
@@ -183,13 +192,20 @@ struct Session::State {
     // kept; if it would need rows already dropped, drafting starts over from the beginning.
     void keep(int64_t kept) {
         hidden_rows = std::min(hidden_rows, kept);
-        if (!draft) return;
+        if (!draft) {
+            if (hidden_rows < hidden_first) restart_hidden(kept);
+            return;
+        }
         draft->truncate(std::max<int64_t>(kept - 1, 0));
         if (draft->size() < hidden_first || hidden_rows < hidden_first) {
             draft->truncate(0);
-            hidden.clear();
-            hidden_first = hidden_rows = 0;
+            restart_hidden(0);
         }
+    }
+    // The hidden states are kept from `position` on.
+    void restart_hidden(int64_t position) {
+        hidden.clear();
+        hidden_first = hidden_rows = position;
     }
 };
 
@@ -251,11 +267,19 @@ size_t held_back_length(std::string_view text, const std::vector<std::string>& s
 
 }  // namespace
 
-int32_t Session::draft_after(int32_t next) {
-    // The head's positions [m, P): position i from the hidden state of token i and the token after
-    // it, the last one being `next`, sampled but not yet evaluated.
+std::vector<int32_t> Session::draft_after(int32_t next, int64_t count) {
     State& st = *state_;
     const int64_t d = model_.config().hidden_size, P = static_cast<int64_t>(tokens_.size());
+    if (models::DraftModel* drafter = model_.impl().lm->draft_model()) {
+        // From the hidden state of the last evaluated position; the rows before it are no longer needed.
+        std::vector<int32_t> drafts(static_cast<size_t>(count));
+        drafter->draft(*st.sequence, st.hidden.data() + (P - 1 - st.hidden_first) * d, next, count, drafts.data());
+        st.hidden.erase(st.hidden.begin(), st.hidden.begin() + (P - 1 - st.hidden_first) * d);
+        st.hidden_first = P - 1;
+        return drafts;
+    }
+    // The head's positions [m, P): position i from the hidden state of token i and the token after
+    // it, the last one being `next`, sampled but not yet evaluated.
     st.draft->truncate(P - 1);  // a position left by an evaluation that threw after drafting
     const int64_t m = st.draft->size();
     std::vector<int32_t> following(tokens_.begin() + m + 1, tokens_.end());
@@ -266,7 +290,7 @@ int32_t Session::draft_after(int32_t next) {
     // The head has consumed the rows before P - 1's successor: keep only [P, hidden_rows).
     st.hidden.erase(st.hidden.begin(), st.hidden.begin() + (P - st.hidden_first) * d);
     st.hidden_first = P;
-    return static_cast<int32_t>(kernels::argmax(logits.data(), model_.config().vocab_size));
+    return {static_cast<int32_t>(kernels::argmax(logits.data(), model_.config().vocab_size))};
 }
 
 GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
@@ -279,18 +303,24 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     result.stats.load_seconds = model_.load_seconds();
     result.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
 
-    // Drafting needs the hidden states of every evaluated token (for the MTP head's input).
-    const bool drafting = options.draft && model_.impl().lm->draft_head();
-    if (drafting && !state_->draft) state_->draft = model_.impl().lm->draft_head()->new_state(model_.kv_type(), model_.context_length());
+    // Drafting needs the hidden states of the evaluated tokens: every one for the MTP head's input
+    // (its state follows them), the last one for a draft model.
+    models::CausalLm& lm = *model_.impl().lm;
+    const bool draft_model = options.draft && lm.draft_model();
+    const bool head = options.draft && !draft_model && lm.draft_head();
+    const bool drafting = draft_model || head;
+    if (draft_model && options.draft_tokens < 1) throw Error("generate", "draft_tokens must be at least 1");
+    if (head && !state_->draft) state_->draft = lm.draft_head()->new_state(model_.kv_type(), model_.context_length());
 
     // Reuse the cached prefix; at least one prompt token is evaluated to get logits.
     size_t common = 0;
     while (common < tokens_.size() && common < prompt.size() && tokens_[common] == prompt[common]) ++common;
     common = std::min(common, prompt.size() - 1);
-    if (drafting) common = std::min(common, static_cast<size_t>(state_->hidden_rows));
+    if (head) common = std::min(common, static_cast<size_t>(state_->hidden_rows));
     common = static_cast<size_t>(truncate(static_cast<int64_t>(common)));
-    if (drafting && state_->hidden_rows < static_cast<int64_t>(common))  // the rows were dropped: start over
+    if (head && state_->hidden_rows < static_cast<int64_t>(common))  // the rows were dropped: start over
         common = static_cast<size_t>(truncate(state_->hidden_rows));
+    if (draft_model && state_->hidden_rows != static_cast<int64_t>(common)) state_->restart_hidden(static_cast<int64_t>(common));
     result.stats.reused_prompt_tokens = static_cast<int64_t>(common);
     std::vector<float> logits = run(prompt.subspan(common), false, drafting);
     result.stats.prefill_seconds = seconds_since(start);
@@ -304,16 +334,16 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     const int64_t vocab = model_.config().vocab_size;
     Clock::time_point first_token_time;
 
-    // The draft evaluated after the last sampled token, and the logits that follow it.
-    std::optional<std::pair<int32_t, std::vector<float>>> drafted;
+    // The drafts evaluated after the last sampled token, each with the logits that follow it.
+    std::deque<std::pair<int32_t, std::vector<float>>> drafted;
     result.stop = StopReason::MaxTokens;
     for (int64_t step = 0; step < options.max_tokens; ++step) {
         if (cancel_.load(std::memory_order_relaxed)) {
             result.stop = StopReason::Cancelled;
             break;
         }
-        // With a draft in the cache, the history the sampler sees ends before it.
-        const int32_t token = sampler.sample(logits.data(), vocab, std::span<const int32_t>(tokens_).first(tokens_.size() - (drafted ? 1 : 0)));
+        // With drafts in the cache, the history the sampler sees ends before them.
+        const int32_t token = sampler.sample(logits.data(), vocab, std::span<const int32_t>(tokens_).first(tokens_.size() - drafted.size()));
         if (step == 0) {
             first_token_time = Clock::now();
             result.stats.time_to_first_token = seconds_since(start);
@@ -346,8 +376,8 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
             break;
         }
         if (step + 1 == options.max_tokens) break;
-        // A pending draft holds a position the sampled token may take: it does not count.
-        if (static_cast<int64_t>(tokens_.size()) - (drafted ? 1 : 0) >= model_.context_length()) {
+        // Pending drafts hold positions the sampled tokens may take: they do not count.
+        if (static_cast<int64_t>(tokens_.size() - drafted.size()) >= model_.context_length()) {
             result.stop = StopReason::ContextFull;
             break;
         }
@@ -355,33 +385,39 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
             result.stop = StopReason::Cancelled;
             break;
         }
-        if (drafted) {
-            const bool accepted = drafted->first == token;
-            if (accepted) {
+        if (!drafted.empty()) {
+            if (drafted.front().first == token) {
                 ++result.stats.accepted_draft_tokens;
-                logits = std::move(drafted->second);
+                logits = std::move(drafted.front().second);
+                drafted.pop_front();
+                continue;
             }
-            drafted.reset();
-            if (accepted) continue;
-            truncate(static_cast<int64_t>(tokens_.size()) - 1);
+            truncate(static_cast<int64_t>(tokens_.size() - drafted.size()));
+            drafted.clear();
         }
-        if (drafting && state_->hidden_rows == static_cast<int64_t>(tokens_.size()) && step + 2 < options.max_tokens &&
-            static_cast<int64_t>(tokens_.size()) + 2 <= model_.context_length() && state_->draft->size() >= state_->hidden_first) {
-            // Verify the draft with the next token in one pass: the logits of both positions.
-            const int32_t both[] = {token, draft_after(token)};
-            ++result.stats.draft_tokens;
-            std::vector<float> two = run(both, true, true);
-            drafted.emplace(both[1], std::vector<float>(two.begin() + vocab, two.end()));
-            two.resize(static_cast<size_t>(vocab));
-            logits = std::move(two);
+        // Drafts for the tokens still wanted after the next one, as far as the context allows.
+        const int64_t count = std::min({head ? int64_t{1} : options.draft_tokens, options.max_tokens - step - 2,
+                                        model_.context_length() - static_cast<int64_t>(tokens_.size()) - 1});
+        if (drafting && count >= 1 && state_->hidden_rows == static_cast<int64_t>(tokens_.size()) &&
+            (!head || state_->draft->size() >= state_->hidden_first)) {
+            // Verify the drafts with the next token in one pass: the logits of every position.
+            std::vector<int32_t> batch = draft_after(token, count);
+            result.stats.draft_tokens += static_cast<int64_t>(batch.size());
+            batch.insert(batch.begin(), token);
+            std::vector<float> rows = run(batch, true, true);
+            for (size_t i = 1; i < batch.size(); ++i)
+                drafted.emplace_back(batch[i], std::vector<float>(rows.begin() + static_cast<std::ptrdiff_t>(i) * vocab,
+                                                                  rows.begin() + static_cast<std::ptrdiff_t>(i + 1) * vocab));
+            rows.resize(static_cast<size_t>(vocab));
+            logits = std::move(rows);
             continue;
         }
         const int32_t one[] = {token};
         logits = run(one, false, drafting);
     }
-    // A draft evaluated but not emitted, or emitted last, leaves the cache (see tokens()); the head
+    // Drafts evaluated but not emitted, or emitted last, leave the cache (see tokens()); the head
     // keeps no position past the evaluated tokens.
-    if (drafted) truncate(static_cast<int64_t>(tokens_.size()) - 1);
+    if (!drafted.empty()) truncate(static_cast<int64_t>(tokens_.size() - drafted.size()));
     state_->keep(static_cast<int64_t>(tokens_.size()));
     if (decoder && result.stop != StopReason::StopString) {
         std::string rest = pending + decoder->finish();

@@ -383,11 +383,14 @@ def dequantize(kind, blocks, shape):
 def write_safetensors(path, tensors, dtype):
     header, chunks, offset = {}, [], 0
     for name, t in tensors.items():
-        if dtype == "BF16":
+        kind = dtype
+        if t.dtype == torch.int64:  # index buffers stay integers
+            kind, bits = "I64", t.contiguous().numpy().astype("<i8").tobytes()
+        elif dtype == "BF16":
             bits = (t.contiguous().float().to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes())
         else:
             bits = t.contiguous().float().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(bits)]}
+        header[name] = {"dtype": kind, "shape": list(t.shape), "data_offsets": [offset, offset + len(bits)]}
         chunks.append(bits)
         offset += len(bits)
     text = json.dumps(header, separators=(",", ":")).encode()

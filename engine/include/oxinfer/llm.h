@@ -39,6 +39,9 @@ struct LoadOptions {
     int64_t context_length = 0;             // 0: the config's max_position_embeddings
     DType kv_type = DType::F32;             // F32, F16 or BF16
     std::optional<DType> convert_weights;   // convert every matrix at load (--quant: BF16, Q8_0, Q4_K; also F32, F16, Q4_0)
+    // A draft model made for this one, for speculative decoding (GenerateOptions::draft): a folder,
+    // .gguf file or repo id of Gemma 4's assistant. Empty: none.
+    std::string draft_model;
 };
 
 // "bf16" -> BF16, "q8" / "q8_0" -> Q8_0, "q4" / "q4_k" -> Q4_K, also "f16", "f32"; nullopt otherwise.
@@ -72,6 +75,8 @@ public:
     int threads() const;
     // Whether the model has a multi-token-prediction head (GenerateOptions::draft uses it).
     bool has_draft_head() const;
+    // Whether a draft model was loaded with it (LoadOptions::draft_model).
+    bool has_draft_model() const;
     uint64_t weight_bytes() const;  // matrices as used (mapped and converted)
     std::string weight_type() const;  // "bf16", "q4_k", ...
     double load_seconds() const;
@@ -94,11 +99,13 @@ struct GenerateOptions {
     bool stop_at_model_stop_tokens = true;  // Model::stop_tokens()
     std::vector<int32_t> stop_tokens;       // more
     std::vector<std::string> stop_strings;  // the text ends before the first one
-    // Draft each next-but-one token with the model's multi-token-prediction head (Qwen3.5's MTP)
-    // and verify it in the same pass as the next token. The output is exactly what plain decoding
-    // gives (a draft is used only when the sampled token equals it); it pays when the head agrees
-    // often. Ignored for models without such a head.
+    // Speculative decoding: draft the tokens after the next one with the model's draft model
+    // (LoadOptions::draft_model, draft_tokens of them) or else its multi-token-prediction head
+    // (Qwen3.5's MTP, one), and verify them in the same pass as the next token. The output is
+    // exactly what plain decoding gives (a draft is used only when the sampled token equals it); it
+    // pays when the drafts are often right. Ignored for models with neither.
     bool draft = false;
+    int64_t draft_tokens = 3;
 };
 
 enum class StopReason { StopToken, StopString, MaxTokens, ContextFull, Cancelled, Callback };
@@ -112,7 +119,7 @@ struct GenerationStats {
     double prefill_seconds = 0;        // the prompt tokens that were not cached
     double time_to_first_token = 0;    // seconds from the call to the first sampled token
     double decode_seconds = 0;         // after the first token
-    int64_t draft_tokens = 0;          // drafted by the MTP head (GenerateOptions::draft)
+    int64_t draft_tokens = 0;          // drafted (GenerateOptions::draft)
     int64_t accepted_draft_tokens = 0; // of which the model sampled the same token
     double prefill_tokens_per_second() const;
     double decode_tokens_per_second() const;
@@ -152,7 +159,8 @@ private:
     struct State;
     // evaluate(), keeping the final hidden states of the tokens when the session drafts.
     std::vector<float> run(std::span<const int32_t> tokens, bool all_positions, bool keep_hidden);
-    int32_t draft_after(int32_t next);
+    // Drafts after `next` (sampled, not evaluated) with the MTP head (one) or the draft model.
+    std::vector<int32_t> draft_after(int32_t next, int64_t count);
 
     Model& model_;
     std::unique_ptr<State> state_;
