@@ -65,6 +65,15 @@ void GgufFileWriter::add_i32_array(const std::string& key, const std::vector<int
     ++metadata_count_;
 }
 
+void GgufFileWriter::add_bool_array(const std::string& key, const std::vector<bool>& values) {
+    put_string(metadata_, key);
+    put<uint32_t>(metadata_, kArray);
+    put<uint32_t>(metadata_, kBool);
+    put<uint64_t>(metadata_, values.size());
+    for (bool v : values) put<uint8_t>(metadata_, v ? 1 : 0);
+    ++metadata_count_;
+}
+
 void GgufFileWriter::add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
     uint64_t elements = 1;
     for (int64_t d : shape) elements *= static_cast<uint64_t>(d);

@@ -20,6 +20,7 @@ public:
     void add_f32(const std::string& key, float value);
     void add_bool(const std::string& key, bool value);
     void add_i32_array(const std::string& key, const std::vector<int32_t>& values);
+    void add_bool_array(const std::string& key, const std::vector<bool>& values);
     // `shape` row-major (numpy order); stored reversed as GGUF dimensions.
     void add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape);
 

@@ -55,7 +55,45 @@ json qwen35_dense(int64_t hidden, int64_t inter, int64_t layers, int64_t heads, 
             {"mtp_num_hidden_layers", 1}};
 }
 
+// Gemma 4 text models as their text-only export (Gemma4ForCausalLM); sizes from the released
+// configs (../shared/specs/arch-specs.md section 2.1). `full_every`: each full_every-th layer is
+// full attention, the last one always.
+json gemma4_text(int64_t hidden, int64_t inter, int64_t layers, int64_t kv_heads, int64_t full_every, int64_t shared, bool double_wide) {
+    json types = json::array();
+    for (int64_t i = 0; i < layers; ++i)
+        types.push_back((i + 1) % full_every == 0 || i + 1 == layers ? "full_attention" : "sliding_attention");
+    return {{"architectures", {"Gemma4ForCausalLM"}}, {"model_type", "gemma4_text"}, {"vocab_size", 262144}, {"hidden_size", hidden},
+            {"intermediate_size", inter}, {"num_hidden_layers", layers}, {"num_attention_heads", 8}, {"num_key_value_heads", kv_heads},
+            {"head_dim", 256}, {"global_head_dim", 512}, {"attention_k_eq_v", false}, {"hidden_activation", "gelu_pytorch_tanh"},
+            {"rms_norm_eps", 1e-6}, {"sliding_window", 512}, {"layer_types", types},
+            {"rope_parameters", {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+                                 {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}}}}},
+            {"final_logit_softcapping", 30.0}, {"vocab_size_per_layer_input", 262144}, {"hidden_size_per_layer_input", 256},
+            {"num_kv_shared_layers", shared}, {"use_double_wide_mlp", double_wide}, {"enable_moe_block", false},
+            {"max_position_embeddings", 131072}, {"tie_word_embeddings", true}, {"torch_dtype", "bfloat16"}, {"bos_token_id", 2},
+            {"eos_token_id", {1, 106}}, {"pad_token_id", 0}};
+}
+
 json shape_config(const std::string& shape) {
+    if (shape == "gemma-3-1b")
+        return {{"architectures", {"Gemma3ForCausalLM"}}, {"model_type", "gemma3_text"}, {"vocab_size", 262144}, {"hidden_size", 1152},
+                {"intermediate_size", 6912}, {"num_hidden_layers", 26}, {"num_attention_heads", 4}, {"num_key_value_heads", 1},
+                {"head_dim", 256}, {"query_pre_attn_scalar", 256}, {"sliding_window", 512}, {"sliding_window_pattern", 6},
+                {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0}, {"rms_norm_eps", 1e-6},
+                {"hidden_activation", "gelu_pytorch_tanh"}, {"max_position_embeddings", 32768}, {"tie_word_embeddings", true},
+                {"torch_dtype", "bfloat16"}, {"bos_token_id", 2}, {"eos_token_id", {1, 106}}, {"pad_token_id", 0}};
+    if (shape == "gemma-4-e2b") return gemma4_text(1536, 6144, 35, 1, 5, 20, true);
+    if (shape == "gemma-4-e2b-assistant") {
+        // The E2B drafter's released config, without the centroids (as llama.cpp's converter
+        // writes it: full-vocabulary logits).
+        json text = gemma4_text(256, 2048, 4, 1, 4, 4, false);
+        text.update({{"num_attention_heads", 4}, {"hidden_size_per_layer_input", 0}, {"vocab_size_per_layer_input", 0},
+                     {"final_logit_softcapping", nullptr}});
+        text.erase("architectures");
+        return {{"architectures", {"Gemma4AssistantForCausalLM"}}, {"model_type", "gemma4_assistant"}, {"backbone_hidden_size", 1536},
+                {"use_ordered_embeddings", false}, {"tie_word_embeddings", true}, {"text_config", text}};
+    }
+    if (shape == "gemma-4-e4b") return gemma4_text(2560, 10240, 42, 2, 6, 18, false);
     if (shape == "qwen3.5-0.8b") return qwen35_dense(1024, 3584, 24, 8, 2, 16, true);
     if (shape == "qwen3.5-2b") return qwen35_dense(2048, 6144, 24, 8, 2, 16, true);
     if (shape == "qwen3.5-4b") return qwen35_dense(2560, 9216, 32, 16, 4, 32, true);
@@ -102,6 +140,27 @@ struct SynthTensor {
 };
 
 bool is_qwen35(const TransformerConfig& c) { return c.architecture == "Qwen3_5ForCausalLM" || c.architecture == "Qwen3_5MoeForCausalLM"; }
+bool is_gemma_assistant(const TransformerConfig& c) { return c.architecture == "Gemma4AssistantForCausalLM"; }
+bool is_gemma4(const TransformerConfig& c) { return c.architecture == "Gemma4ForCausalLM" || is_gemma_assistant(c); }
+bool is_gemma(const TransformerConfig& c) { return c.architecture == "Gemma3ForCausalLM" || is_gemma4(c); }
+
+// Gemma's layer pattern: layer_types, or every sliding_window_pattern-th layer full (Gemma 3).
+bool sliding_layer(const TransformerConfig& c, int64_t layer) {
+    if (const auto it = c.raw.find("layer_types"); it != c.raw.end() && it->is_array())
+        return (*it)[static_cast<size_t>(layer)] == "sliding_attention";
+    return (layer + 1) % c.raw.value("sliding_window_pattern", int64_t{6}) != 0;
+}
+
+int64_t gemma_head_dim(const TransformerConfig& c, int64_t layer) {
+    return is_gemma4(c) && !sliding_layer(c, layer) ? c.raw.value("global_head_dim", c.head_dim) : c.head_dim;
+}
+
+// The MLP width of a layer: Gemma 4's KV-shared layers are twice as wide with use_double_wide_mlp.
+int64_t mlp_width(const TransformerConfig& c, int64_t layer) {
+    const int64_t first_shared = c.num_hidden_layers - c.raw.value("num_kv_shared_layers", int64_t{0});
+    const bool wide = is_gemma4(c) && c.raw.value("use_double_wide_mlp", false) && first_shared > 0 && layer >= first_shared;
+    return c.intermediate_size * (wide ? 2 : 1);
+}
 
 // Gated DeltaNet layers: every layer but each full_attention_interval-th.
 bool linear_attention_layer(const TransformerConfig& c, int64_t layer) {
@@ -140,9 +199,14 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
         add_norm(q + "norm.weight", r.value("linear_value_head_dim", int64_t{0}));
         add(q + "out_proj.weight", {h, values});
     };
-    const auto attention = [&](const std::string& q) {
+    const auto attention = [&](const std::string& q, int64_t hd) {
         // Qwen3.5's q_proj yields a query and an output gate per head.
         add(q + "q_proj.weight", {c.num_attention_heads * hd * (is_qwen35(c) ? 2 : 1), h});
+        add(q + "o_proj.weight", {h, c.num_attention_heads * hd});
+        if (is_gemma_assistant(c)) {  // queries only: it reads its model's keys and values
+            add_norm(q + "q_norm.weight", hd);
+            return;
+        }
         add(q + "k_proj.weight", {c.num_key_value_heads * hd, h});
         add(q + "v_proj.weight", {c.num_key_value_heads * hd, h});
         if (bias) {
@@ -150,17 +214,16 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
             add_norm(q + "k_proj.bias", c.num_key_value_heads * hd);
             add_norm(q + "v_proj.bias", c.num_key_value_heads * hd);
         }
-        add(q + "o_proj.weight", {h, c.num_attention_heads * hd});
-        if (qwen3) {
+        if (qwen3 || is_gemma(c)) {
             add_norm(q + "q_norm.weight", hd);
             add_norm(q + "k_norm.weight", hd);
         }
     };
-    const auto feed_forward = [&](const std::string& p) {
+    const auto feed_forward = [&](const std::string& p, int64_t width) {
         if (c.num_experts <= 0) {
-            add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
-            add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
-            add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+            add(p + "mlp.gate_proj.weight", {width, h});
+            add(p + "mlp.up_proj.weight", {width, h});
+            add(p + "mlp.down_proj.weight", {h, width});
             return;
         }
         const int64_t e = c.num_experts, mi = c.moe_intermediate_size;
@@ -189,13 +252,32 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
     };
 
     add("model.embed_tokens.weight", {c.vocab_size, h});
-    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const int64_t ple = is_gemma4(c) ? r.value("hidden_size_per_layer_input", int64_t{0}) : 0;
+    const int64_t layers = c.num_hidden_layers;
+    if (ple > 0) {
+        add("model.embed_tokens_per_layer.weight", {r.value("vocab_size_per_layer_input", c.vocab_size), layers * ple});
+        add("model.per_layer_model_projection.weight", {layers * ple, h});
+        add_norm("model.per_layer_projection_norm.weight", ple);
+    }
+    for (int64_t i = 0; i < layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
         add_norm(p + "input_layernorm.weight", h);
         if (linear_attention_layer(c, i)) delta_net(p + "linear_attn.");
-        else attention(p + "self_attn.");
+        else attention(p + "self_attn.", is_gemma(c) ? gemma_head_dim(c, i) : hd);
         add_norm(p + "post_attention_layernorm.weight", h);
-        feed_forward(p);
+        if (is_gemma(c)) {
+            add_norm(p + "pre_feedforward_layernorm.weight", h);
+            add_norm(p + "post_feedforward_layernorm.weight", h);
+        }
+        feed_forward(p, is_gemma(c) ? mlp_width(c, i) : c.intermediate_size);
+        if (is_gemma4(c)) {
+            add_norm(p + "layer_scalar", 1);
+            if (ple > 0) {
+                add(p + "per_layer_input_gate.weight", {ple, h});
+                add(p + "per_layer_projection.weight", {h, ple});
+                add_norm(p + "post_per_layer_input_norm.weight", h);
+            }
+        }
     }
     // Qwen3.5's multi-token-prediction head: mtp.* in HF folders, llama.cpp's nextn block (one more
     // layer, with blk.N.nextn.*) in GGUF.
@@ -206,12 +288,17 @@ std::vector<SynthTensor> tensor_list(const TransformerConfig& c, bool gguf) {
         for (const auto& [hf, gg] : {std::pair{"pre_fc_norm_embedding", "enorm"}, {"pre_fc_norm_hidden", "hnorm"}, {"norm", "shared_head_norm"}})
             out.push_back({gguf ? nextn + gg + ".weight" : std::string("mtp.") + hf + ".weight", {h}, true});
         add_norm(layer + "input_layernorm.weight", h);
-        attention(layer + "self_attn.");
+        attention(layer + "self_attn.", hd);
         add_norm(layer + "post_attention_layernorm.weight", h);
-        feed_forward(layer);
+        feed_forward(layer, c.intermediate_size);
     }
     add_norm("model.norm.weight", h);
     if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
+    if (is_gemma_assistant(c)) {
+        const int64_t backbone = r.value("backbone_hidden_size", int64_t{0});
+        add("pre_projection.weight", {h, 2 * backbone});
+        add("post_projection.weight", {backbone, h});
+    }
     return out;
 }
 
@@ -260,15 +347,21 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     const int64_t mtp_layers = is_qwen35(c) ? c.raw.value("mtp_num_hidden_layers", int64_t{0}) : 0;
     writer.add_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers + mtp_layers));
     if (mtp_layers > 0) writer.add_u32(arch + ".nextn_predict_layers", static_cast<uint32_t>(mtp_layers));
+    if (is_gemma_assistant(c)) {  // llama.cpp's drafter: every layer a nextn layer, outputs at the main model's width
+        writer.add_u32(arch + ".nextn_predict_layers", static_cast<uint32_t>(c.num_hidden_layers));
+        writer.add_u32(arch + ".embedding_length_out", static_cast<uint32_t>(c.raw.value("backbone_hidden_size", int64_t{0})));
+    }
     writer.add_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
     writer.add_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
-    writer.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
     writer.add_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
     writer.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
-    writer.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
-    writer.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
-    writer.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor));
-    writer.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+    if (!is_gemma4(c)) {  // Gemma 4 gives these per layer type (below)
+        writer.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+        writer.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+        writer.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+        writer.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor));
+        writer.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+    }
     writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
     writer.add_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
     // No vocabulary, said the way llama.cpp understands (it then makes vocab_size dummy tokens), so
@@ -288,6 +381,34 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
         sections.resize(4, 0);
         writer.add_i32_array(arch + ".rope.dimension_sections", sections);
     }
+    if (is_gemma(c)) {
+        // llama.cpp's gemma3 / gemma4 keys (conversion/gemma.py).
+        const nlohmann::json& r = c.raw;
+        writer.add_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(r.value("sliding_window", int64_t{0})));
+        writer.add_f32(arch + ".rope.freq_base_swa", 10000.0f);
+        if (is_gemma4(c)) {
+            const int64_t full_dim = r.value("global_head_dim", c.head_dim);
+            std::vector<bool> pattern;
+            std::vector<int32_t> widths;
+            for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+                pattern.push_back(sliding_layer(c, i));
+                widths.push_back(static_cast<int32_t>(mlp_width(c, i)));
+            }
+            writer.add_bool_array(arch + ".attention.sliding_window_pattern", pattern);
+            writer.add_i32_array(arch + ".feed_forward_length", widths);
+            writer.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(full_dim));
+            writer.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(full_dim));
+            writer.add_u32(arch + ".attention.key_length_swa", static_cast<uint32_t>(c.head_dim));
+            writer.add_u32(arch + ".attention.value_length_swa", static_cast<uint32_t>(c.head_dim));
+            writer.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(full_dim));
+            writer.add_f32(arch + ".rope.freq_base", 1000000.0f);
+            writer.add_u32(arch + ".rope.dimension_count_swa", static_cast<uint32_t>(c.head_dim));
+            writer.add_u32(arch + ".attention.shared_kv_layers", static_cast<uint32_t>(r.value("num_kv_shared_layers", int64_t{0})));
+            writer.add_u32(arch + ".embedding_length_per_layer_input", static_cast<uint32_t>(r.value("hidden_size_per_layer_input", int64_t{0})));
+            if (const auto cap = r.find("final_logit_softcapping"); cap != r.end() && cap->is_number())
+                writer.add_f32(arch + ".final_logit_softcapping", cap->get<float>());
+        }
+    }
     if (c.num_experts > 0) {
         writer.add_u32(arch + ".expert_count", static_cast<uint32_t>(c.num_experts));
         writer.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(c.num_experts_per_token));
@@ -299,7 +420,12 @@ void write_gguf(const TransformerConfig& c, const std::filesystem::path& out, co
     for (const SynthTensor& t : tensors) writer.add_tensor(t.name, gguf_type(t), t.shape);
     // llama3 rope scaling goes into GGUF as llama.cpp stores it: a divisor per frequency.
     std::vector<float> divisors;
-    if (c.rope_scaling && c.rope_scaling->type == "llama3") {
+    if (is_gemma4(c)) {
+        // Proportional RoPE on full layers: the first quarter of the pairs turn, the rest do not.
+        const int64_t pairs = c.raw.value("global_head_dim", c.head_dim) / 2;
+        for (int64_t i = 0; i < pairs; ++i) divisors.push_back(i < pairs / 4 ? 1.0f : 1e30f);
+        writer.add_tensor("rope_freqs.weight", DType::F32, {pairs});
+    } else if (c.rope_scaling && c.rope_scaling->type == "llama3") {
         TransformerConfig plain = c;
         plain.rope_scaling.reset();
         const std::vector<float> scaled = models::rope_inverse_frequencies(c, c.head_dim, "config");
@@ -366,6 +492,10 @@ const std::vector<SynthShape>& synth_shapes() {
         {"qwen3.5-2b", "qwen35", "Qwen/Qwen3.5-2B (text)"},
         {"qwen3.5-4b", "qwen35", "Qwen/Qwen3.5-4B (text)"},
         {"qwen3.5-35b-a3b", "qwen35moe", "Qwen/Qwen3.5-35B-A3B (text) with 4 of its 40 layers (--layers changes it)"},
+        {"gemma-3-1b", "gemma3", "google/gemma-3-1b-it"},
+        {"gemma-4-e2b", "gemma4", "google/gemma-4-E2B-it (text)"},
+        {"gemma-4-e4b", "gemma4", "google/gemma-4-E4B-it (text)"},
+        {"gemma-4-e2b-assistant", "gemma4-assistant", "google/gemma-4-E2B-it-assistant, the drafter, without its centroids"},
     };
     return shapes;
 }
@@ -384,11 +514,15 @@ json synth_config(const std::string& arch, const std::string& shape, int64_t lay
 }
 
 void write_synthetic_checkpoint(const json& config, const std::filesystem::path& out, const SynthOptions& options) {
-    const TransformerConfig c = transformer_config_from_hf(config, "config");
+    TransformerConfig c = transformer_config_from_hf(config, "config");
+    // The drafter's link to its model sits beside text_config.
+    if (is_gemma_assistant(c)) c.raw["backbone_hidden_size"] = config.value("backbone_hidden_size", int64_t{0});
     if (c.architecture != "LlamaForCausalLM" && c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen3ForCausalLM" &&
-        c.architecture != "Qwen3MoeForCausalLM" && !is_qwen35(c))
+        c.architecture != "Qwen3MoeForCausalLM" && !is_qwen35(c) && !is_gemma(c))
         throw Error("config", "synth writes LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
-                              "Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM, not '" + c.architecture + "'");
+                              "Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, Gemma3ForCausalLM, Gemma4ForCausalLM and "
+                              "Gemma4AssistantForCausalLM, not '" +
+                                  c.architecture + "'");
     if (!can_quantize(options.type))
         throw Error(std::string(dtype_name(options.type)), "synth cannot write this type (f32, f16, bf16, q8_0, q4_0, q4_k)");
     ThreadPool pool(options.threads);
