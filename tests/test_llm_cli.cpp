@@ -101,6 +101,39 @@ private slots:
         QVERIFY(without.err.contains("has no multi-token-prediction head"));
     }
 
+    // --draft-model: Gemma 4's assistant drafts up to --draft-max tokens per verification; the same
+    // greedy tokens, with the reference's drafts and accepted drafts in the JSON; bench adds tgN+draft.
+    void generate_with_draft_model() {
+        const fs::path gemma = fs::path(OXINFER_REFERENCE_DIR) / "gemma";
+        std::ifstream in(gemma / "gemma4" / "golden.json");
+        const auto g = nlohmann::json::parse(in);
+        const QString assistant = path_of(gemma / "gemma4_assistant" / "hf");
+        const auto result = run_cli({"generate", "--model", path_of(gemma / "gemma4" / "f32.gguf"), "--draft-model", assistant, "--tokens",
+                                     id_list(g["prompt"].get<std::vector<int32_t>>()), "-n", "32", "--ignore-eos", "--json", "-t", "2"});
+        QVERIFY2(result.exit_code == 0, result.err.constData());
+        const auto out = nlohmann::json::parse(result.out.toStdString());
+        QCOMPARE(out["ids"].get<std::vector<int32_t>>(), g["f32"]["greedy"].get<std::vector<int32_t>>());
+        QCOMPARE(out["draft_tokens"].get<int64_t>(), g["f32"]["assistant"]["hf"]["drafts"].get<int64_t>());
+        QCOMPARE(out["accepted_draft_tokens"].get<int64_t>(), g["f32"]["assistant"]["hf"]["accepted"].get<int64_t>());
+        // One draft per verification: more verifications, the same tokens.
+        const auto one = run_cli({"generate", "--model", path_of(gemma / "gemma4" / "hf"), "--draft-model", assistant, "--draft-max", "1",
+                                  "--tokens", id_list(g["prompt"].get<std::vector<int32_t>>()), "-n", "32", "--ignore-eos", "--json"});
+        QVERIFY2(one.exit_code == 0, one.err.constData());
+        const auto single = nlohmann::json::parse(one.out.toStdString());
+        QCOMPARE(single["ids"].get<std::vector<int32_t>>(), out["ids"].get<std::vector<int32_t>>());
+        QVERIFY(single["draft_tokens"].get<int64_t>() > 0 && single["draft_tokens"].get<int64_t>() < 32);
+        const auto bench = run_cli({"bench", "--model", path_of(gemma / "gemma4" / "hf"), "--draft-model", assistant, "-p", "0", "-n", "8",
+                                    "-r", "1", "--json"});
+        QVERIFY2(bench.exit_code == 0, bench.err.constData());
+        const auto rows = nlohmann::json::parse(bench.out.toStdString());
+        QCOMPARE(rows.size(), size_t{2});
+        QCOMPARE(rows[1]["test"].get<std::string>(), std::string("tg8+draft"));
+        auto error = run_cli({"generate", "--model", path_of(gemma / "gemma4" / "hf"), "--draft-model", assistant, "--mtp", "--tokens", "1 2"});
+        QVERIFY(error.err.contains("give --mtp or --draft-model, not both"));
+        error = run_cli({"generate", "--model", path_of(gemma / "gemma4" / "hf"), "--draft-model", assistant, "--draft-max", "0", "--tokens", "1"});
+        QVERIFY(error.err.contains("--draft-max: must be at least 1"));
+    }
+
     void generate_streams_text() {
         // Streaming output is the decoded text of the --json ids, plus a final newline.
         const QStringList common = {"generate", "--model", path_of(kDir / "qwen3_moe" / "hf"), "--prompt", "Hello", "--chat", "-n", "12",
@@ -157,6 +190,45 @@ private slots:
         const auto generated = run_cli({"generate", "--model", folder, "--tokens", "1 2 3", "-n", "3", "--json"});
         QVERIFY2(generated.exit_code == 0, generated.err.constData());
         QCOMPARE(nlohmann::json::parse(generated.out.toStdString())["ids"].size(), size_t{3});
+    }
+
+    // synth writes Gemma 4 (per-layer embeddings, KV sharing, double-wide MLP, proportional RoPE)
+    // and its assistant in the layouts the loader reads: small configs, GGUF and HF folder.
+    void synth_gemma4_with_assistant() {
+        QTemporaryDir dir;
+        nlohmann::json text = {{"model_type", "gemma4_text"}, {"vocab_size", 512}, {"hidden_size", 128}, {"intermediate_size", 256},
+                               {"num_hidden_layers", 6}, {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"head_dim", 64},
+                               {"global_head_dim", 128}, {"sliding_window", 16}, {"max_position_embeddings", 1024},
+                               {"layer_types", {"sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                                                "sliding_attention", "full_attention"}},
+                               {"rope_parameters", {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+                                                    {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25},
+                                                                        {"rope_theta", 1000000.0}}}}},
+                               {"final_logit_softcapping", 30.0}, {"hidden_size_per_layer_input", 32}, {"vocab_size_per_layer_input", 512},
+                               {"num_kv_shared_layers", 2}, {"use_double_wide_mlp", true}, {"tie_word_embeddings", true}};
+        nlohmann::json model = text;
+        model["architectures"] = {"Gemma4ForCausalLM"};
+        nlohmann::json assistant_text = text;
+        assistant_text.update({{"hidden_size", 64}, {"num_hidden_layers", 2}, {"num_kv_shared_layers", 2}, {"hidden_size_per_layer_input", 0},
+                               {"use_double_wide_mlp", false}, {"layer_types", {"sliding_attention", "full_attention"}}});
+        const nlohmann::json assistant = {{"architectures", {"Gemma4AssistantForCausalLM"}}, {"model_type", "gemma4_assistant"},
+                                          {"backbone_hidden_size", 128}, {"tie_word_embeddings", true}, {"text_config", assistant_text}};
+        std::ofstream(dir.filePath("model.json").toStdString()) << model.dump();
+        std::ofstream(dir.filePath("assistant.json").toStdString()) << assistant.dump();
+        for (const QString& suffix : {QString(".gguf"), QString("-folder")}) {
+            const QString out = dir.filePath("gemma4" + suffix), drafter = dir.filePath("assistant" + suffix);
+            for (const auto& [config, path] : {std::pair{dir.filePath("model.json"), out}, std::pair{dir.filePath("assistant.json"), drafter}}) {
+                const auto written = run_cli({"synth", "--config", config, "--type", suffix == ".gguf" ? "q8_0" : "bf16", "--out", path});
+                QVERIFY2(written.exit_code == 0, written.err.constData());
+            }
+            const auto plain = run_cli({"generate", "--model", out, "--tokens", "2 3 4", "-n", "8", "--ignore-eos", "--json"});
+            QVERIFY2(plain.exit_code == 0, plain.err.constData());
+            const auto drafted = run_cli({"generate", "--model", out, "--draft-model", drafter, "--tokens", "2 3 4", "-n", "8", "--ignore-eos", "--json"});
+            QVERIFY2(drafted.exit_code == 0, drafted.err.constData());
+            const auto a = nlohmann::json::parse(plain.out.toStdString()), b = nlohmann::json::parse(drafted.out.toStdString());
+            QCOMPARE(b["ids"].get<std::vector<int32_t>>(), a["ids"].get<std::vector<int32_t>>());
+            QVERIFY(b["draft_tokens"].get<int64_t>() > 0);
+        }
     }
 
     void clear_errors() {
