@@ -54,7 +54,8 @@ LoadOptions load_options(const Args& args) {
 
 int64_t draft_tokens_option(const Args& args) {
     const auto n = number<int64_t>(args, "draft-max", 3);
-    if (n < 1) throw Error("--draft-max", "must be at least 1");
+    if (n < 1 || n > GenerateOptions::kMaxDraftTokens)
+        throw Error("--draft-max", "must be 1 to " + std::to_string(GenerateOptions::kMaxDraftTokens));
     return n;
 }
 

@@ -170,7 +170,8 @@ TransformerConfig transformer_config_from_gguf(const json& metadata, const std::
     // block_count includes the multi-token-prediction layers llama.cpp appends after the trunk; a
     // draft model made only of such layers (gemma4-assistant) keeps them all.
     const int64_t blocks = top.integer(p + "block_count"), nextn = top.optional_integer(p + "nextn_predict_layers").value_or(0);
-    config.num_hidden_layers = nextn < blocks ? blocks - nextn : blocks;
+    if (nextn < 0 || nextn > blocks) throw Error(subject, "'" + p + "nextn_predict_layers' is not in [0, block_count]");
+    config.num_hidden_layers = *arch == "gemma4-assistant" ? blocks : blocks - nextn;
     config.intermediate_size = top.optional_first_integer(p + "feed_forward_length").value_or(0);
     config.num_attention_heads = top.integer(p + "attention.head_count");
     config.num_key_value_heads = top.optional_first_integer(p + "attention.head_count_kv").value_or(0);

@@ -139,6 +139,7 @@ public:
     DraftModel* draft_model() override { return assistant_.get(); }
 
     void draft(const SequenceState& sequence, const float* hidden, int32_t token, int64_t count, int32_t* drafts) override {
+        if (!target_) throw Error(subject_, "is not a draft model");
         // The assistant's layers only read the main model's caches (none of them produces keys).
         auto& state = const_cast<GemmaState&>(static_cast<const GemmaState&>(sequence));
         const Gemma& main = *target_;
@@ -193,9 +194,15 @@ private:
             const auto it = raw.find(gguf_prefix_ + "attention.sliding_window_pattern");
             if (it != raw.end() && it->is_array()) {
                 if (static_cast<int64_t>(it->size()) != layers) throw Error(subject_, "sliding_window_pattern has the wrong length");
-                for (int64_t i = 0; i < layers; ++i) sliding[static_cast<size_t>(i)] = (*it)[static_cast<size_t>(i)].get<bool>();
+                for (int64_t i = 0; i < layers; ++i) {
+                    const nlohmann::json& v = (*it)[static_cast<size_t>(i)];
+                    if (!v.is_boolean()) throw Error(subject_, "sliding_window_pattern holds a value that is not true or false");
+                    sliding[static_cast<size_t>(i)] = v.get<bool>();
+                }
+            } else if (gemma4_) {
+                throw Error(subject_, "has no " + gguf_prefix_ + "attention.sliding_window_pattern");
             } else {
-                for (int64_t i = 0; i < layers; ++i) sliding[static_cast<size_t>(i)] = (i + 1) % 6 != 0;
+                for (int64_t i = 0; i < layers; ++i) sliding[static_cast<size_t>(i)] = (i + 1) % 6 != 0;  // llama.cpp's gemma3 rule
             }
         } else if (const auto it = raw.find("layer_types"); it != raw.end() && it->is_array()) {
             if (static_cast<int64_t>(it->size()) != layers)
@@ -254,10 +261,12 @@ private:
             if (target_) {
                 // The assistant reads the main model's last producing layer of each type.
                 const AttentionKind& main = target_->kinds_[layer.sliding ? 0 : 1];
-                if (main.producers == 0 || main.head_dim != kind.head_dim || main.kv_heads != kind.kv_heads)
+                if (first_shared_ != 0) throw Error(subject_, "a draft model's layers must all be KV-shared (num_kv_shared_layers)");
+                if (main.producers == 0 || main.head_dim != kind.head_dim || main.kv_heads != kind.kv_heads || main.window != kind.window)
                     throw Error(subject_, "the draft model's " + std::string(layer.sliding ? "sliding" : "full") +
                                               " attention (head size " + std::to_string(kind.head_dim) + ", " +
-                                              std::to_string(kind.kv_heads) + " kv heads) does not match the model's");
+                                              std::to_string(kind.kv_heads) + " kv heads, window " + std::to_string(kind.window) +
+                                              ") does not match the model's");
                 layer.produces = false;
                 layer.slot = main.producers - 1;
             } else if (layer.produces) {
@@ -278,7 +287,16 @@ private:
         const auto it = config_.raw.find(gguf_prefix_ + "attention.head_count_kv");
         if (it != config_.raw.end() && it->is_array()) {
             if (it->size() != sliding.size()) throw Error(subject_, gguf_prefix_ + "attention.head_count_kv has the wrong length");
-            for (size_t i = 0; i < sliding.size(); ++i) kinds_[sliding[i] ? 0 : 1].kv_heads = (*it)[i].get<int64_t>();
+            bool seen[2] = {false, false};
+            for (size_t i = 0; i < sliding.size(); ++i) {
+                const nlohmann::json& v = (*it)[i];
+                const int kind = sliding[i] ? 0 : 1;
+                if (!v.is_number_integer() || v.get<int64_t>() <= 0 || config_.num_attention_heads % v.get<int64_t>() != 0 ||
+                    (seen[kind] && v.get<int64_t>() != kinds_[kind].kv_heads))
+                    throw Error(subject_, gguf_prefix_ + "attention.head_count_kv must divide the heads and agree within each layer type");
+                kinds_[kind].kv_heads = v.get<int64_t>();
+                seen[kind] = true;
+            }
         }
         const auto full = std::find(sliding.begin(), sliding.end(), false);
         if (gemma4_ && full != sliding.end()) {
@@ -319,12 +337,13 @@ private:
         if (rope_type == "proportional") {
             // Frequencies over the whole head (exponent 2j / head_dim) for the first
             // partial_rotary_factor share of the pairs; the other pairs do not turn.
+            const double factor = config_.raw["rope_parameters"][type].value("factor", 1.0);
+            if (!(partial > 0.0 && partial <= 1.0) || !(factor > 0.0))
+                throw Error(subject_, type + " proportional RoPE needs partial_rotary_factor in (0, 1] and a positive factor");
             const int64_t rotated = static_cast<int64_t>(partial * static_cast<double>(kind.head_dim)) / 2;
             kind.inv_freq = rope_inverse_frequencies(rope, kind.head_dim, subject_);
-            std::fill(kind.inv_freq.begin() + std::min<int64_t>(rotated, kind.head_dim / 2), kind.inv_freq.end(), 0.0f);
-            const auto& p = config_.raw["rope_parameters"][type];
-            const float factor = static_cast<float>(p.value("factor", 1.0));
-            for (float& x : kind.inv_freq) x /= factor;
+            std::fill(kind.inv_freq.begin() + rotated, kind.inv_freq.end(), 0.0f);
+            for (float& x : kind.inv_freq) x /= static_cast<float>(factor);
             return;
         }
         kind.inv_freq = rope_inverse_frequencies(rope, kind.head_dim, subject_);
@@ -366,15 +385,12 @@ private:
         softcap_ = static_cast<float>(number("final_logit_softcapping", "final_logit_softcapping", gguf_ && gemma4_ ? 30.0 : 0.0));
         if (number("attn_logit_softcapping", "attn_logit_softcapping", 0.0) != 0.0)
             throw Error(subject_, "attention logit softcapping (Gemma 2) is not supported");
-        attention_scale_ = gemma4_ ? 1.0f
-                                   : static_cast<float>(1.0 / std::sqrt(number("query_pre_attn_scalar", "attention.query_pre_attn_scalar",
-                                                                               static_cast<double>(c.head_dim))));
-        if (gguf_ && !gemma4_) {
-            // llama.cpp has no key for query_pre_attn_scalar: its gemma3 graph scales by
-            // (hidden / heads)^-1/2 for the 27B (62 layers), as that config says, else head_dim^-1/2.
-            const int64_t scalar = c.num_hidden_layers == 62 ? hidden / heads : c.head_dim;
-            attention_scale_ = 1.0f / std::sqrt(static_cast<float>(scalar));
-        }
+        // Gemma 3's query_pre_attn_scalar: llama.cpp has no key for it; its gemma3 graph uses
+        // hidden / heads for the 27B (62 layers), as that config says, and head_dim otherwise.
+        const double scalar = gguf_ ? static_cast<double>(c.num_hidden_layers == 62 ? hidden / heads : c.head_dim)
+                                    : number("query_pre_attn_scalar", "", static_cast<double>(c.head_dim));
+        if (!(scalar > 0.0)) throw Error(subject_, "query_pre_attn_scalar must be positive");
+        attention_scale_ = gemma4_ ? 1.0f : static_cast<float>(1.0 / std::sqrt(scalar));
         ple_size_ = gemma4_ ? integer("hidden_size_per_layer_input", "embedding_length_per_layer_input", 0) : 0;
         const int64_t layers = c.num_hidden_layers;
         if (ple_size_ > 0) {
@@ -451,7 +467,8 @@ private:
         const TensorInfo& ordering = weights_.get("masked_embedding.token_ordering");
         if (ordering.elements() != config_.vocab_size) throw Error(subject_, "masked_embedding.token_ordering has the wrong length");
         for (float id : checkpoint.read_f32(ordering)) {
-            if (id < 0 || id >= static_cast<float>(config_.vocab_size)) throw Error(subject_, "masked_embedding.token_ordering holds a bad id");
+            if (!(id >= 0.0f && id < static_cast<float>(config_.vocab_size)) || id != std::floor(id))
+                throw Error(subject_, "masked_embedding.token_ordering holds something that is not a token id");
             token_ordering_.push_back(static_cast<int32_t>(id));
         }
     }

@@ -37,8 +37,9 @@ uint64_t KvCache::allocated_bytes() const { return bytes_per_position() * static
 
 int64_t KvCache::truncate(int64_t size) {
     if (size >= size_) return size_;
-    // A ring holds positions [size_ - ring_, size_); the queries after `size` need the window before it.
-    const bool overwritten = ring_ > 0 && size > 0 && size - window_ + 1 < size_ - ring_;
+    // A full ring holds positions [size_ - ring_, size_); the queries after `size` need the window
+    // before it (a draft model's query at `size` one key more: position size - window).
+    const bool overwritten = ring_ > 0 && size_ > ring_ && size > 0 && size - window_ < size_ - ring_;
     size_ = overwritten ? 0 : size;
     return size_;
 }

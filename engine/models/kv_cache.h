@@ -6,7 +6,7 @@
 // A sliding-window cache (window > 0: each query sees itself and window - 1 keys before it) is a
 // ring of window + kMaxStoreTokens slots, so memory stays bounded in long chats: a store of up to
 // kMaxStoreTokens positions never overwrites a key the stored queries still see, and the slots
-// beyond that let a chat step back up to kMaxStoreTokens positions (regenerate, a rejected draft).
+// beyond that let a chat step back up to kMaxStoreTokens positions (regenerate, rejected drafts).
 
 #include "kernels/ops.h"
 
@@ -29,7 +29,7 @@ public:
     DType dtype() const { return dtype_; }
     int64_t window() const { return window_; }
     // Goes back to the first `size` positions and returns how many it kept: `size`, or for a ring
-    // whose keys of the window before `size` were overwritten, 0 (everything is evaluated again).
+    // that no longer holds the window keys before `size`, 0 (everything is evaluated again).
     int64_t truncate(int64_t size);
     void set_size(int64_t size) { size_ = size; }
     // The first key a query at position `query` sees: attention's kv_begin for queries from there.

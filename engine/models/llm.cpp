@@ -237,8 +237,15 @@ std::vector<float> Session::run(std::span<const int32_t> tokens, bool all_positi
         throw Error("context", std::to_string(tokens_.size() + tokens.size()) + " tokens do not fit in the context length of " +
                                    std::to_string(model_.context_length()) + " (--ctx sets it)");
     std::vector<float> logits(static_cast<size_t>((all_positions ? tokens.size() : 1) * config.vocab_size));
-    // Hidden states are kept only while they cover every evaluated token.
+    // Hidden states are kept only while they cover every evaluated token. A draft model needs only
+    // the last one: a prompt is evaluated without them but for its last token.
     State& st = *state_;
+    if (keep_hidden && !all_positions && !st.draft && tokens.size() > static_cast<size_t>(GenerateOptions::kMaxDraftTokens + 1) &&
+        st.hidden_rows == static_cast<int64_t>(tokens_.size())) {
+        run(tokens.first(tokens.size() - 1), false, false);
+        st.restart_hidden(static_cast<int64_t>(tokens_.size()));
+        return run(tokens.last(1), all_positions, true);
+    }
     float* hidden = nullptr;
     if (keep_hidden && st.hidden_rows == static_cast<int64_t>(tokens_.size())) {
         const int64_t rows = static_cast<int64_t>(tokens_.size()) - st.hidden_first;
@@ -309,7 +316,8 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     const bool draft_model = options.draft && lm.draft_model();
     const bool head = options.draft && !draft_model && lm.draft_head();
     const bool drafting = draft_model || head;
-    if (draft_model && options.draft_tokens < 1) throw Error("generate", "draft_tokens must be at least 1");
+    if (draft_model && (options.draft_tokens < 1 || options.draft_tokens > GenerateOptions::kMaxDraftTokens))
+        throw Error("generate", "draft_tokens must be 1 to " + std::to_string(GenerateOptions::kMaxDraftTokens));
     if (head && !state_->draft) state_->draft = lm.draft_head()->new_state(model_.kv_type(), model_.context_length());
 
     // Reuse the cached prefix; at least one prompt token is evaluated to get logits.
@@ -392,7 +400,9 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
                 drafted.pop_front();
                 continue;
             }
-            truncate(static_cast<int64_t>(tokens_.size() - drafted.size()));
+            // Every cache returns a few positions exactly (rings and trails keep more than the drafts).
+            const auto committed = static_cast<int64_t>(tokens_.size() - drafted.size());
+            if (truncate(committed) != committed) throw Error("generate", "the cache could not return past rejected drafts");
             drafted.clear();
         }
         // Drafts for the tokens still wanted after the next one, as far as the context allows.

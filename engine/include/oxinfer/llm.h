@@ -105,7 +105,8 @@ struct GenerateOptions {
     // exactly what plain decoding gives (a draft is used only when the sampled token equals it); it
     // pays when the drafts are often right. Ignored for models with neither.
     bool draft = false;
-    int64_t draft_tokens = 3;
+    int64_t draft_tokens = 3;  // 1 to kMaxDraftTokens
+    static constexpr int64_t kMaxDraftTokens = 16;
 };
 
 enum class StopReason { StopToken, StopString, MaxTokens, ContextFull, Cancelled, Callback };
