@@ -16,11 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The model shapes: "label arch shape" (shape: an `oxinfer synth --shape` name, or a
-# config.json path for --config). Add Gemma-4-E2B here when `oxinfer synth` knows its shape.
+# config.json path for --config).
 BENCH_MODELS=(
   "Qwen3-0.6B qwen3 qwen3-0.6b"
   "Llama-3.2-1B llama llama-3.2-1b"
   "Qwen3.5-0.8B qwen35 qwen3.5-0.8b"
+  "Gemma-4-E2B gemma4 gemma-4-e2b"
 )
 BENCH_TYPES=(bf16 q8_0 q4_k)
 QUICK_MODELS=("${BENCH_MODELS[0]}")
