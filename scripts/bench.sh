@@ -9,8 +9,8 @@
 #   LLAMA_BENCH=~/llama.cpp/build/bin/llama-bench scripts/bench.sh
 #
 # --quick: Qwen3-0.6B in bf16 and q4_k only, 2 repetitions: about 2 minutes on 2 cores, 4-10
-# with llama.cpp (its bf16 is slow on AVX2). The full run (the three shapes, bf16/q8_0/q4_k, 5
-# repetitions): about 25 minutes on 2 cores, about 55 with llama.cpp. Run it on an idle machine:
+# with llama.cpp (its bf16 is slow on AVX2). The full run (the four shapes, bf16/q8_0/q4_k, 5
+# repetitions): about 50 minutes on 2 cores, about 90 with llama.cpp. Run it on an idle machine:
 # other load changes these numbers a lot.
 set -euo pipefail
 cd "$(dirname "$0")/.."

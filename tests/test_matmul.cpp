@@ -235,6 +235,34 @@ private slots:
         OXINFER_EXPECT_ERROR(matmul_many(mismatched, x.data(), 1, pool), "same number of columns");
     }
 
+    // A GEMV of 2 to kGemvMaxTokens tokens (a speculative verification) gives every token the same
+    // bits as decoding it alone: the verified logits are the plain decode's, so a draft never
+    // changes a near-tie. For every type and level, 1 and 2 threads, a width that is not a multiple
+    // of the row granule.
+    void severalTokensGiveEachTokenItsOneTokenBits() {
+        const int64_t cols = 512, rows = 37;
+        for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+            const TestMatrix m = make_matrix(type, rows, cols, 21);
+            for (int64_t tokens = 2; tokens <= kGemvMaxTokens; ++tokens) {
+                const auto x = test::random_floats(static_cast<size_t>(tokens * cols), 13 + static_cast<uint64_t>(tokens));
+                for (const KernelLevel& level : kernel_levels())
+                    for (int threads : {1, 2}) {
+                        ThreadPool pool(threads);
+                        std::vector<float> together(static_cast<size_t>(tokens * rows)), alone(static_cast<size_t>(rows));
+                        gemv_with(*level.matmul, m.w, x.data(), tokens, together.data(), pool);
+                        for (int64_t t = 0; t < tokens; ++t) {
+                            gemv_with(*level.matmul, m.w, x.data() + t * cols, 1, alone.data(), pool);
+                            for (int64_t r = 0; r < rows; ++r)
+                                QVERIFY2(together[static_cast<size_t>(t * rows + r)] == alone[static_cast<size_t>(r)],
+                                         qPrintable(QStringLiteral("%1 %2, %3 tokens, token %4 row %5: %6 vs %7")
+                                                        .arg(QString::fromStdString(level.name)).arg(dtype_name(type).data()).arg(tokens).arg(t)
+                                                        .arg(r).arg(together[static_cast<size_t>(t * rows + r)]).arg(alone[static_cast<size_t>(r)])));
+                        }
+                    }
+            }
+        }
+    }
+
     void activationQuantisationIsIdenticalOnEveryLevel() {
         const auto x = test::random_floats(1024, 99);
         std::vector<ActBlock32> reference32(32), blocks32(32);

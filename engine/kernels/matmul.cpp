@@ -194,7 +194,7 @@ MatmulTable scalar_table() {
     return {quantize_blocks32_scalar, quantize_blocks256_scalar, dot_f32_scalar,  dot_f16_scalar,   dot_bf16_scalar,
             dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
-            nullptr,                  false};
+            nullptr,                  false,                    nullptr};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
@@ -377,6 +377,18 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
                     weights = reinterpret_cast<const std::byte*>(row.data());
                 }
                 const RowDot dot = part.dot ? part.dot : table.dot_f32;
+                if (tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens) {
+                    // The row read once for every token (up to kQ4kTileTokens at a time), the row dot's arithmetic.
+                    for (int64_t t = 0; t < tokens; t += kQ4kTileTokens) {
+                        const int n = static_cast<int>(std::min<int64_t>(kQ4kTileTokens, tokens - t));
+                        const void* rows_of[kQ4kTileTokens];
+                        float out[kQ4kTileTokens];
+                        for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
+                        table.dot_q4_k_tokens(cols, weights, rows_of, n, out);
+                        for (int i = 0; i < n; ++i) part.y[(t + i) * w.rows + r] = out[i];
+                    }
+                    continue;
+                }
                 for (int64_t t = 0; t < tokens; ++t) part.y[t * w.rows + r] = dot(cols, weights, act.row(part.format, t));
             }
         }

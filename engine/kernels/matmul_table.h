@@ -38,6 +38,9 @@ ActivationFormat activation_format(DType type);
 
 // Dot product of one weight row of `cols` values with one activation row in its format.
 using RowDot = float (*)(int64_t cols, const std::byte* weights, const void* activations);
+// One row against several tokens' activations: out[t] = the type's RowDot of the row with
+// activations[t], bit for bit (the same operations in the same order), the row read once.
+using RowDotTokens = void (*)(int64_t cols, const std::byte* weights, const void* const* activations, int tokens, float* out);
 
 constexpr int kGemmTokens = 6;   // register tile: tokens
 constexpr int kGemmRows = 16;    // register tile: weight rows
@@ -82,6 +85,9 @@ struct MatmulTable {
                            int valid_tokens, float* y, int64_t ldy);
     // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.
     bool bf16_even_odd;
+    // dot_q4_k for 2 to kQ4kTileTokens tokens at once (a speculative verification); nullptr: the
+    // GEMV calls dot_q4_k per token.
+    RowDotTokens dot_q4_k_tokens;
 };
 constexpr int kQ4kTileTokens = 4;
 

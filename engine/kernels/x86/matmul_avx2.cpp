@@ -267,6 +267,62 @@ float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
     return hsum(_mm256_sub_ps(acc, acc_min));
 }
 
+// dot_q4_k_avx2 for T tokens with the block's scales, mins and codes unpacked once: per token the
+// same integer sums, the same two float accumulators and the same final sum, so each result is
+// dot_q4_k_avx2's to the bit (a verified draft's logits are the plain decode's).
+template <int T>
+void dot_q4_k_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, float* out) {
+    const ActBlock256* act[T];
+    for (int t = 0; t < T; ++t) act[t] = static_cast<const ActBlock256*>(a[t]);
+    auto* p = reinterpret_cast<U8>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    __m256 acc[T], acc_min[T];
+    for (int t = 0; t < T; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
+        prefetch_weights(p);
+        prefetch_weights(p + 64);
+        alignas(8) uint8_t sc[8], m[8];
+        blocks::k4_scales_mins(p + 4, sc, m);
+        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+        const __m256i mins_per_16 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
+        const __m256i scales = k4_scale_words(sc);
+        __m256i sumi[T];
+        for (__m256i& v : sumi) v = _mm256_setzero_si256();
+        const auto sub_blocks = [&](int c, __m256i scale_lo, __m256i scale_hi) {
+            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
+            const __m256i lo = _mm256_and_si256(bytes, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+            for (int t = 0; t < T; ++t) {
+                const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].q + 64 * c));
+                const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].q + 64 * c + 32));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), scale_lo));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), scale_hi));
+            }
+        };
+        sub_blocks(0, k4_scale<0>(scales), k4_scale<1>(scales));
+        sub_blocks(1, k4_scale<2>(scales), k4_scale<3>(scales));
+        sub_blocks(2, k4_scale<4>(scales), k4_scale<5>(scales));
+        sub_blocks(3, k4_scale<6>(scales), k4_scale<7>(scales));
+        const float d = half(p), dmin = half(p + 2);
+        for (int t = 0; t < T; ++t) {
+            const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].bsums));
+            const __m256i summ = _mm256_madd_epi16(bsums, mins_per_16);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * act[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * act[t][b].d), _mm256_cvtepi32_ps(summ), acc_min[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) out[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
+}
+
+void dot_q4_k_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, int tokens, float* out) {
+    switch (tokens) {
+        case 1: out[0] = dot_q4_k_avx2(n, w, a[0]); break;
+        case 2: dot_q4_k_tokens_avx2<2>(n, w, a, out); break;
+        case 3: dot_q4_k_tokens_avx2<3>(n, w, a, out); break;
+        default: dot_q4_k_tokens_avx2<4>(n, w, a, out); break;
+    }
+}
+
 // Q4_K rows times four tokens' int8 activations. Per 32-value sub-block the codes (0..15, the
 // unsigned operand maddubs wants) meet each token's activations, weighted by the sub-block's
 // scale through madd; the integer sums of a (row, token) pair go to float once per super-block,
@@ -507,6 +563,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_q4_0 = dot_q4_0_avx2;
     table.dot_q4_k = dot_q4_k_avx2;
     table.gemm_q4_k_tile = gemm_q4_k_tile_avx2;
+    table.dot_q4_k_tokens = dot_q4_k_tokens_avx2;
     table.dot_q6_k = dot_q6_k_avx2;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;
