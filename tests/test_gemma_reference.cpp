@@ -5,7 +5,8 @@
 // wraps; Gemma 3 with (1 + w) norms, query_pre_attn_scalar and linear RoPE scaling on full layers;
 // Gemma 4 with per-layer embeddings, KV sharing over the last 3 of 7 layers (with their unused
 // k/v weights in the files), the double-wide MLP, layer scalars, proportional RoPE on full layers
-// with their own head size, and final softcapping; a second Gemma 4 with attention_k_eq_v.
+// with their own head size, and final softcapping; a second Gemma 4 with attention_k_eq_v, and a
+// third with the 26B-A4B's mixture of experts beside each MLP.
 //
 // Checked from the released layouts (language_model.model.* for Gemma 3, model.language_model.*
 // for Gemma 4), text-only exports (model.*), BF16 safetensors and GGUF in llama.cpp's gemma3 /
@@ -92,10 +93,10 @@ private slots:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("source");   // hf, hf_text, bf16, f32.gguf
         QTest::addColumn<QString>("variant");  // f32, bf16
-        for (const char* name : {"gemma3", "gemma4", "gemma4_keqv"}) {
+        for (const char* name : {"gemma3", "gemma4", "gemma4_keqv", "gemma4_moe"}) {
             const QString n(name);
             QTest::newRow(qPrintable(n + "/hf")) << n << "hf" << "f32";
-            if (n != "gemma4_keqv") QTest::newRow(qPrintable(n + "/hf_text")) << n << "hf_text" << "f32";
+            if (n == "gemma3" || n == "gemma4") QTest::newRow(qPrintable(n + "/hf_text")) << n << "hf_text" << "f32";
             QTest::newRow(qPrintable(n + "/bf16")) << n << "bf16" << "bf16";
             QTest::newRow(qPrintable(n + "/gguf")) << n << "f32.gguf" << "f32";
         }

@@ -58,11 +58,19 @@ constexpr NamePair kGemmaLayerNames[] = {
     {"inp_gate", "per_layer_input_gate"},  // Gemma 4's per-layer input
     {"proj", "per_layer_projection"},
     {"post_norm", "post_per_layer_input_norm"},
+    {"ffn_gate_inp", "router.proj"},  // Gemma 4's experts (26B-A4B)
+    {"pre_ffw_norm_2", "pre_feedforward_layernorm_2"},
+    {"post_ffw_norm_1", "post_feedforward_layernorm_1"},
+    {"post_ffw_norm_2", "post_feedforward_layernorm_2"},
 };
 
 // Gemma 4 layer tensors whose whole names map.
 constexpr NamePair kGemmaWholeNames[] = {
     {"layer_output_scale.weight", "layer_scalar"},
+    {"ffn_gate_inp.scale", "router.scale"},
+    {"ffn_down_exps.scale", "router.per_expert_scale"},
+    {"ffn_gate_up_exps.weight", "experts.gate_up_proj"},
+    {"ffn_down_exps.weight", "experts.down_proj"},
 };
 
 // Qwen3.5 and Qwen3-Next: the pre-FFN norm under its llama.cpp name, and the Gated DeltaNet

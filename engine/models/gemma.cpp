@@ -18,7 +18,9 @@
 // the pairs past the share do not turn). Gemma 4 specifics: the last num_kv_shared_layers layers
 // compute only queries and read the keys and values of the last earlier layer of their type;
 // attention_k_eq_v full layers use their raw keys as values; shared layers may have a double-wide
-// MLP.
+// MLP; the 26B-A4B adds to each layer's MLP a routed GeGLU mixture of experts:
+//   m = post_ffw_norm(post_ffw_norm_1(mlp(pre_ffw_norm(h))) + post_ffw_norm_2(experts(pre_ffw_norm_2(h))))
+// routed on norm(h) · router.scale / √hidden, the top k renormalised, times per_expert_scale.
 //
 // The sequence state has a cache for the sliding layers, a ring bounded by the window (memory stays
 // flat in long chats), and one for the full layers; only layers that produce keys have a slot.
@@ -35,6 +37,7 @@
 #include "models/causal_lm.h"
 #include "models/kv_cache.h"
 #include "models/layers.h"
+#include "models/moe.h"
 #include "models/rope_frequencies.h"
 #include "models/weights.h"
 
@@ -47,6 +50,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace oxinfer::models {
 namespace {
@@ -86,6 +90,8 @@ struct Layer {
     float scalar = 1.0f;                // Gemma 4's layer_scalar
     Linear ple_gate, ple_projection;    // per-layer embeddings
     std::vector<float> ple_norm;
+    std::optional<MoeWeights> moe;      // Gemma 4's mixture of experts, beside the MLP
+    std::vector<float> pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2, router_scale;
 };
 
 class Gemma final : public CausalLm, public DraftModel {
@@ -240,8 +246,7 @@ private:
                 f.head_dim = integer("global_head_dim", "", c.head_dim);
                 if (k_eq_v_) f.kv_heads = integer("num_global_key_value_heads", "", c.num_key_value_heads);
             }
-            if (raw.value(gguf_ ? gguf_prefix_ + "enable_moe_block" : "enable_moe_block", false) || c.num_experts > 0)
-                throw Error(subject_, "Gemma 4's mixture-of-experts block (26B-A4B) is not supported yet");
+            moe_ = gguf_ ? c.num_experts > 0 : raw_bool("enable_moe_block");
         }
         if (gguf_) read_kv_heads(sliding);
         read_rope(s, "sliding_attention");
@@ -433,6 +438,7 @@ private:
             layer.gate = weights_.linear(p + "mlp.gate_proj", width, hidden);
             layer.up = weights_.linear(p + "mlp.up_proj", width, hidden);
             layer.down = weights_.linear(p + "mlp.down_proj", hidden, width);
+            if (moe_) load_moe_block(layer, p);
             if (gemma4_) {
                 if (weights_.find(p + "layer_scalar") || !gguf_) {
                     const std::vector<float> scalar = weights_.vector(p + "layer_scalar", 1);
@@ -506,6 +512,57 @@ private:
             }
         }
         return best;
+    }
+
+    // The 26B-A4B's experts: router.{proj, scale, per_expert_scale}, experts.{gate_up_proj [E, 2I, d]
+    // (gate rows first), down_proj [E, d, I]} and the three extra norms (llama.cpp's names through
+    // the tensor-name map).
+    void load_moe_block(Layer& layer, const std::string& p) {
+        const TransformerConfig& c = config_;
+        const int64_t hidden = c.hidden_size, experts = c.num_experts, width = c.moe_intermediate_size;
+        const int64_t top_k = gguf_ ? c.num_experts_per_token : integer("top_k_experts", "", 0);
+        if (experts <= 0 || width <= 0 || top_k <= 0 || top_k > experts)
+            throw Error(subject_, "the mixture of experts needs num_experts, moe_intermediate_size and top_k_experts in [1, num_experts]");
+        MoeWeights& moe = layer.moe.emplace();
+        moe.top_k = top_k;
+        moe.renormalize = true;
+        moe.activation = GateActivation::GeluTanh;
+        moe.router = weights_.matrix(weights_.get(p + "router.proj.weight"), experts, hidden);
+        moe.expert_scale = weights_.vector(p + "router.per_expert_scale", experts);
+        const TensorInfo& gate_up = weights_.get(p + "experts.gate_up_proj");
+        const TensorInfo& down = weights_.get(p + "experts.down_proj");
+        moe.experts.resize(static_cast<size_t>(experts));
+        for (int64_t e = 0; e < experts; ++e) {
+            Expert& expert = moe.experts[static_cast<size_t>(e)];
+            expert.gate = weights_.stacked_matrix(gate_up, e, 2 * width, hidden, 0, width);
+            expert.up = weights_.stacked_matrix(gate_up, e, 2 * width, hidden, width, width);
+            expert.down = weights_.stacked_matrix(down, e, hidden, width);
+        }
+        // The router's input scale, with its 1/√hidden folded in.
+        layer.router_scale = weights_.vector(p + "router.scale", hidden);
+        for (float& x : layer.router_scale) x /= std::sqrt(static_cast<float>(hidden));
+        layer.pre_ffw_norm_2 = norm(p + "pre_feedforward_layernorm_2.weight", hidden);
+        layer.post_ffw_norm_1 = norm(p + "post_feedforward_layernorm_1.weight", hidden);
+        layer.post_ffw_norm_2 = norm(p + "post_feedforward_layernorm_2.weight", hidden);
+    }
+
+    // residual_ (the dense MLP's output) → the sum of both branches, each normed: the experts read
+    // x_, the residual stream before the MLP.
+    void add_experts(const Layer& layer, int64_t n) {
+        const int64_t hidden = config_.hidden_size;
+        const float eps = static_cast<float>(config_.rms_norm_eps);
+        profiler::Scope scope("moe");
+        grow(router_in_, n * hidden);
+        grow(expert_in_, n * hidden);
+        grow(expert_out_, n * hidden);
+        kernels::rms_norm(x_.data(), nullptr, router_in_.data(), n, hidden, eps);
+        for (int64_t t = 0; t < n; ++t)
+            kernels::mul(router_in_.data() + t * hidden, layer.router_scale.data(), router_in_.data() + t * hidden, hidden);
+        kernels::rms_norm(x_.data(), layer.pre_ffw_norm_2.data(), expert_in_.data(), n, hidden, eps);
+        moe_block_.forward(*layer.moe, expert_in_.data(), n, hidden, expert_out_.data(), pool_, router_in_.data());
+        kernels::rms_norm(residual_.data(), layer.post_ffw_norm_1.data(), residual_.data(), n, hidden, eps);
+        kernels::rms_norm(expert_out_.data(), layer.post_ffw_norm_2.data(), expert_out_.data(), n, hidden, eps);
+        kernels::add(residual_.data(), expert_out_.data(), residual_.data(), n * hidden);
     }
 
     bool raw_bool(const std::string& key) const {
@@ -585,6 +642,7 @@ private:
                 gated_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
                                    feed_forward_, pool_, GateActivation::GeluTanh);
             }
+            if (layer.moe) add_experts(layer, n);
             kernels::rms_norm(residual_.data(), layer.post_ffw_norm.data(), residual_.data(), n, hidden, eps);
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
             if (ple_size_ > 0) {
@@ -656,7 +714,7 @@ private:
     const Gemma* target_ = nullptr;   // set in an assistant: its main model
     std::unique_ptr<Gemma> assistant_;  // set in a main model with a draft model attached
     std::string subject_, gguf_prefix_, root_;
-    bool gemma4_ = false, gguf_ = false, k_eq_v_ = false;
+    bool gemma4_ = false, gguf_ = false, k_eq_v_ = false, moe_ = false;
     AttentionKind kinds_[2];  // sliding, full
     int64_t first_shared_ = 0;
     float attention_scale_ = 1.0f, softcap_ = 0.0f;
@@ -676,6 +734,8 @@ private:
     int64_t cluster_top_k_ = 0;
     std::vector<float> draft_input_, draft_logits_, candidate_rows_;
     FeedForwardScratch feed_forward_;
+    SparseMoe moe_block_;
+    std::vector<float> router_in_, expert_in_, expert_out_;
 };
 
 }  // namespace

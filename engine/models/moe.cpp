@@ -51,10 +51,11 @@ MoeWeights load_moe(WeightStore& weights, const std::string& p, int64_t experts,
     return moe;
 }
 
-void SparseMoe::forward(const MoeWeights& moe, const float* x, int64_t n, int64_t hidden, float* out, ThreadPool& pool) {
+void SparseMoe::forward(const MoeWeights& moe, const float* x, int64_t n, int64_t hidden, float* out, ThreadPool& pool,
+                        const float* router_x) {
     const int64_t experts = static_cast<int64_t>(moe.experts.size()), k = moe.top_k;
     grow(router_, n * experts);
-    kernels::matmul(moe.router, x, n, router_.data(), pool);
+    kernels::matmul(moe.router, router_x ? router_x : x, n, router_.data(), pool);
     kernels::softmax(router_.data(), n, experts);
     routed_.resize(static_cast<size_t>(experts));
     for (auto& tokens : routed_) tokens.clear();
@@ -65,8 +66,11 @@ void SparseMoe::forward(const MoeWeights& moe, const float* x, int64_t n, int64_
         float sum = 0.0f;
         for (float w : top_weights_) sum += w;
         for (int64_t j = 0; j < k; ++j) {
-            const float w = top_weights_[static_cast<size_t>(j)];
-            routed_[static_cast<size_t>(top_ids_[static_cast<size_t>(j)])].push_back({t, moe.renormalize ? w / sum : w});
+            const int32_t e = top_ids_[static_cast<size_t>(j)];
+            float w = top_weights_[static_cast<size_t>(j)];
+            if (moe.renormalize) w /= sum;
+            if (!moe.expert_scale.empty()) w *= moe.expert_scale[static_cast<size_t>(e)];
+            routed_[static_cast<size_t>(e)].push_back({t, w});
         }
     }
     // The shared expert first: its output is the base the routed ones add to.
@@ -92,7 +96,7 @@ void SparseMoe::forward(const MoeWeights& moe, const float* x, int64_t n, int64_
         const Expert& expert = moe.experts[static_cast<size_t>(e)];
         // An expert's share of a prefill may be a few tokens: GEMM anyway (see gated_feed_forward).
         gated_feed_forward(expert.gate, expert.up, expert.down, expert_in_.data(), m, expert_out_.data(), feed_forward_, pool,
-                           GateActivation::Silu, n > kernels::kGemvMaxTokens);
+                           moe.activation, n > kernels::kGemvMaxTokens);
         for (int64_t i = 0; i < m; ++i) {
             float* row = out + tokens[static_cast<size_t>(i)].first * hidden;
             const float w = tokens[static_cast<size_t>(i)].second;

@@ -1,7 +1,8 @@
 #pragma once
-// The sparse mixture-of-experts feed-forward of Qwen3-MoE, Qwen3.5-MoE and Qwen3-Next: a float32
-// softmax router over all experts, the top k kept (renormalised to sum 1 where the model says so),
-// each chosen expert a SwiGLU, and optionally a shared expert scaled by sigmoid(x · gate).
+// The sparse mixture-of-experts feed-forward of Qwen3-MoE, Qwen3.5-MoE, Qwen3-Next and Gemma 4: a
+// float32 softmax router over all experts, the top k kept (renormalised to sum 1 where the model
+// says so, then times a per-expert scale where it has one), each chosen expert a SwiGLU or GeGLU,
+// and optionally a shared expert scaled by sigmoid(x · gate).
 
 #include "models/layers.h"
 #include "models/weights.h"
@@ -27,6 +28,8 @@ struct MoeWeights {
     std::vector<Expert> experts;
     int64_t top_k = 0;
     bool renormalize = false;
+    GateActivation activation = GateActivation::Silu;
+    std::vector<float> expert_scale;  // Gemma 4's per_expert_scale (empty: none)
     // The shared expert (empty when none) and its gate [1, hidden].
     std::optional<Expert> shared;
     kernels::WeightMatrix shared_gate;
@@ -42,9 +45,11 @@ MoeWeights load_moe(WeightStore& weights, const std::string& prefix, int64_t exp
 
 class SparseMoe {
 public:
-    // out[n][hidden] = the block applied to x[n][hidden]. Tokens are grouped by expert so that each
-    // expert's matrices are read once per call.
-    void forward(const MoeWeights& moe, const float* x, int64_t n, int64_t hidden, float* out, ThreadPool& pool);
+    // out[n][hidden] = the block applied to x[n][hidden], routed on router_x (x when null: Gemma 4
+    // routes on another view of the token). Tokens are grouped by expert so that each expert's
+    // matrices are read once per call.
+    void forward(const MoeWeights& moe, const float* x, int64_t n, int64_t hidden, float* out, ThreadPool& pool,
+                 const float* router_x = nullptr);
 
 private:
     // Scratch kept between calls (decoding routes every token of every layer).

@@ -34,6 +34,8 @@ Cases (each in gemma/<case>/):
            (Gemma4ForCausalLM, model.*), bf16.safetensors, f32.gguf (gemma4).
   gemma4_keqv  Gemma4ForCausalLM with attention_k_eq_v and num_global_key_value_heads (as the
            31B), no PLE, no sharing. hf/, bf16.safetensors, f32.gguf.
+  gemma4_moe  as gemma4_keqv with the 26B-A4B's mixture of experts beside each MLP (4 experts, top 2,
+           fused gate_up_proj, router scale and per-expert scale). hf/, bf16.safetensors, f32.gguf.
   gemma4_assistant  the gemma4 case's drafter (Gemma4AssistantForCausalLM, modeling_gemma4_assistant.py):
            4 query-only layers over the main model's caches, pre/post projections, ordered
            embeddings with 8 centroids (top 2), trained here on the main model's greedy text
@@ -105,6 +107,11 @@ CASES = {
     "gemma4_keqv": dict(GEMMA4_TEXT, architectures=["Gemma4ForCausalLM"], attention_k_eq_v=True, num_key_value_heads=2,
                         num_global_key_value_heads=1, hidden_size_per_layer_input=0, vocab_size_per_layer_input=None,
                         num_kv_shared_layers=0, use_double_wide_mlp=False),
+    # As the 26B-A4B: a routed GeGLU mixture of experts beside every layer's MLP.
+    "gemma4_moe": dict(GEMMA4_TEXT, architectures=["Gemma4ForCausalLM"], attention_k_eq_v=True, num_key_value_heads=2,
+                       num_global_key_value_heads=1, hidden_size_per_layer_input=0, vocab_size_per_layer_input=None,
+                       num_kv_shared_layers=0, use_double_wide_mlp=False, enable_moe_block=True, num_experts=4, top_k_experts=2,
+                       moe_intermediate_size=16),
 }
 
 
@@ -190,6 +197,15 @@ def make_weights(cfg, seed):
         w[p + "mlp.gate_proj.weight"] = mat(inter, h, 2.0)
         w[p + "mlp.up_proj.weight"] = mat(inter, h, 2.0)
         w[p + "mlp.down_proj.weight"] = mat(h, inter, 3.0)
+        if t.get("enable_moe_block"):
+            e, mi = t["num_experts"], t["moe_intermediate_size"]
+            w[p + "router.proj.weight"] = mat(e, h, 3.0)
+            w[p + "router.scale"] = 1.0 + 0.2 * torch.randn(h, generator=g)
+            w[p + "router.per_expert_scale"] = 1.0 + 0.2 * torch.randn(e, generator=g)
+            w[p + "experts.gate_up_proj"] = torch.randn(e, 2 * mi, h, generator=g) * (2.0 / math.sqrt(h))
+            w[p + "experts.down_proj"] = torch.randn(e, h, mi, generator=g) * (2.0 / math.sqrt(mi))
+            for n in ("pre_feedforward_layernorm_2", "post_feedforward_layernorm_1", "post_feedforward_layernorm_2"):
+                w[p + n + ".weight"] = norm(h)
         if g4:
             w[p + "layer_scalar"] = 0.5 + 0.5 * torch.rand(1, generator=g)
             if ple:
@@ -299,6 +315,29 @@ def attention(t, w, p, i, x, positions, cache, shared):
     return out @ w[p + "self_attn.o_proj.weight"].T
 
 
+def experts(t, w, p, h, m):
+    """Gemma4TextRouter and Gemma4TextExperts beside the MLP output m: routed on the residual h
+    (normed without weight, times router.scale / sqrt(hidden)), softmax, top k renormalised, times
+    per_expert_scale; the experts (GeGLU, gate rows first in gate_up_proj) read
+    pre_feedforward_layernorm_2(h); each branch normed, then summed."""
+    eps, d = t["rms_norm_eps"], t["hidden_size"]
+    r = rms_norm(h, None, eps, False) * w[p + "router.scale"] * d ** -0.5
+    probs = torch.softmax(r @ w[p + "router.proj.weight"].T, dim=-1)
+    top_w, top_i = torch.topk(probs, t["top_k_experts"], dim=-1)
+    top_w = top_w / top_w.sum(-1, keepdim=True) * w[p + "router.per_expert_scale"][top_i]
+    x = rms_norm(h, w[p + "pre_feedforward_layernorm_2.weight"], eps, False)
+    mi = t["moe_intermediate_size"]
+    out = torch.zeros_like(x)
+    for tok in range(x.shape[0]):
+        for j in range(top_i.shape[1]):
+            e = int(top_i[tok, j])
+            gu = w[p + "experts.gate_up_proj"][e] @ x[tok]
+            y = w[p + "experts.down_proj"][e] @ (gelu_tanh(gu[:mi]) * gu[mi:])
+            out[tok] += top_w[tok, j] * y
+    return rms_norm(m, w[p + "post_feedforward_layernorm_1.weight"], eps, False) + \
+        rms_norm(out, w[p + "post_feedforward_layernorm_2.weight"], eps, False)
+
+
 def per_layer_inputs(t, w, ids, x0):
     P, L, d = t["hidden_size_per_layer_input"], t["num_hidden_layers"], t["hidden_size"]
     tok = w["model.embed_tokens_per_layer.weight"][ids] * math.sqrt(P)
@@ -323,6 +362,8 @@ def forward(cfg, w, ids, cache=None, return_state=False):
         h = h + rms_norm(a, w[p + "post_attention_layernorm.weight"], eps, g3)
         m = rms_norm(h, w[p + "pre_feedforward_layernorm.weight"], eps, g3)
         m = (gelu_tanh(m @ w[p + "mlp.gate_proj.weight"].T) * (m @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        if t.get("enable_moe_block"):
+            m = experts(t, w, p, h, m)
         h = h + rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps, g3)
         if ple is not None:
             gate = gelu_tanh(h @ w[p + "per_layer_input_gate.weight"].T) * ple[:, i, :]
@@ -412,6 +453,10 @@ GGUF_LAYER = {
     "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
     "per_layer_input_gate.weight": "inp_gate.weight", "per_layer_projection.weight": "proj.weight",
     "post_per_layer_input_norm.weight": "post_norm.weight", "layer_scalar": "layer_output_scale.weight",
+    "router.proj.weight": "ffn_gate_inp.weight", "router.scale": "ffn_gate_inp.scale", "router.per_expert_scale": "ffn_down_exps.scale",
+    "experts.gate_up_proj": "ffn_gate_up_exps.weight", "experts.down_proj": "ffn_down_exps.weight",
+    "pre_feedforward_layernorm_2.weight": "pre_ffw_norm_2.weight", "post_feedforward_layernorm_1.weight": "post_ffw_norm_1.weight",
+    "post_feedforward_layernorm_2.weight": "post_ffw_norm_2.weight",
 }
 
 
@@ -449,6 +494,9 @@ def write_gguf(path, cfg, w):
                (f"{a}.rope.freq_base_swa", "f32", t["rope_parameters"]["sliding_attention"]["rope_theta"]),
                (f"{a}.rope.dimension_count", "u32", full_hd), (f"{a}.rope.dimension_count_swa", "u32", t["head_dim"]),
                (f"{a}.final_logit_softcapping", "f32", t["final_logit_softcapping"])]
+        if t.get("enable_moe_block"):
+            md += [(f"{a}.expert_count", "u32", t["num_experts"]), (f"{a}.expert_used_count", "u32", t["top_k_experts"]),
+                   (f"{a}.expert_feed_forward_length", "u32", t["moe_intermediate_size"])]
     else:
         md += [(f"{a}.feed_forward_length", "u32", t["intermediate_size"]),
                (f"{a}.attention.head_count_kv", "u32", t["num_key_value_heads"]),
