@@ -4,6 +4,7 @@
 #include "test_support.h"
 
 #include <oxinfer/npy.h>
+#include <oxinfer/synth.h>
 
 #include <nlohmann/json.hpp>
 
@@ -229,6 +230,24 @@ private slots:
             QCOMPARE(b["ids"].get<std::vector<int32_t>>(), a["ids"].get<std::vector<int32_t>>());
             QVERIFY(b["draft_tokens"].get<int64_t>() > 0);
         }
+    }
+
+    // --layers on a Gemma shape keeps the first layers of its pattern and as much of the KV-shared
+    // tail as still has a producer of each type (E4B: 7 layers, 5 sliding + 1 full + 1 sliding).
+    void synth_layers_keep_gemma_consistent() {
+        for (const char* shape : {"gemma-4-e2b", "gemma-4-e4b"}) {
+            const auto config = oxinfer::synth_config("gemma4", shape, 7);
+            const auto& types = config["layer_types"];
+            QCOMPARE(types.size(), size_t{7});
+            const int64_t shared = config["num_kv_shared_layers"].get<int64_t>();
+            QVERIFY(shared > 0 && shared < 7);
+            for (int64_t i = 7 - shared; i < 7; ++i) {
+                bool producer = false;
+                for (int64_t j = 0; j < 7 - shared; ++j) producer = producer || types[static_cast<size_t>(j)] == types[static_cast<size_t>(i)];
+                QVERIFY2(producer, shape);
+            }
+        }
+        QCOMPARE(oxinfer::synth_config("qwen3moe", "qwen3-30b-a3b", 4)["num_hidden_layers"].get<int64_t>(), int64_t{4});
     }
 
     void clear_errors() {

@@ -507,7 +507,31 @@ json synth_config(const std::string& arch, const std::string& shape, int64_t lay
         if (s.name != shape) continue;
         if (!arch.empty() && arch != s.arch) throw Error("--shape " + shape, "is a " + s.arch + " shape, not " + arch);
         json config = shape_config(shape);
-        if (layers > 0) config["num_hidden_layers"] = layers;
+        if (layers > 0) {
+            json& text = config.contains("text_config") ? config["text_config"] : config;
+            const int64_t before = text["num_hidden_layers"].get<int64_t>();
+            text["num_hidden_layers"] = layers;
+            if (text.contains("layer_types")) {
+                // Gemma: the layer pattern keeps its first `layers` entries, the KV-shared tail its share.
+                if (layers > before) throw Error("--layers", "this shape has " + std::to_string(before) + " layers");
+                text["layer_types"].erase(text["layer_types"].begin() + layers, text["layer_types"].end());
+                if (text.contains("num_kv_shared_layers")) {
+                    // As large a share as before, as far as every shared layer has an earlier layer of its type.
+                    const json& types = text["layer_types"];
+                    int64_t shared = text["num_kv_shared_layers"].get<int64_t>() * layers / before;
+                    const auto has_producers = [&](int64_t first) {
+                        for (int64_t i = first; i < layers; ++i) {
+                            bool found = false;
+                            for (int64_t j = 0; j < first; ++j) found = found || types[static_cast<size_t>(j)] == types[static_cast<size_t>(i)];
+                            if (!found) return false;
+                        }
+                        return true;
+                    };
+                    while (shared > 0 && !has_producers(layers - shared)) --shared;
+                    text["num_kv_shared_layers"] = shared;
+                }
+            }
+        }
         return config;
     }
     throw Error("--shape", "unknown shape '" + shape + "'; known: " + names);
