@@ -147,7 +147,7 @@ public:
     void draft(const SequenceState& sequence, const float* hidden, int32_t token, int64_t count, int32_t* drafts) override {
         if (!target_) throw Error(subject_, "is not a draft model");
         // The assistant's layers only read the main model's caches (none of them produces keys).
-        auto& state = const_cast<GemmaState&>(static_cast<const GemmaState&>(sequence));
+        const auto& state = static_cast<const GemmaState&>(sequence);
         const Gemma& main = *target_;
         const int64_t backbone = main.config_.hidden_size, h = config_.hidden_size;
         const int64_t position = state.size();
@@ -164,7 +164,7 @@ public:
             kernels::embedding_rows(table.dtype, table.data, table.rows, table.row_bytes, backbone, &token, 1, draft_input_.data());
             kernels::scale(draft_input_.data(), std::sqrt(static_cast<float>(backbone)), backbone);
             kernels::matmul(pre_projection_, draft_input_.data(), 1, x_.data(), pool_);
-            decoder_layers(1, position, state);
+            decoder_layers(1, position, state, nullptr);
             kernels::rms_norm(x_.data(), final_norm_.data(), normed_.data(), 1, h, eps);
             kernels::matmul(post_projection_, normed_.data(), 1, draft_input_.data() + backbone, pool_);
             token = best_token(normed_.data());
@@ -607,7 +607,7 @@ private:
             kernels::scale(x_.data(), std::sqrt(static_cast<float>(hidden)), n * hidden);
             if (ple_size_ > 0) per_layer_inputs(tokens, n);
         }
-        decoder_layers(n, first, state);
+        decoder_layers(n, first, state, &state);
         state.sliding.set_size(first + n);
         state.full.set_size(first + n);
         if (!logits && !hidden_out) return;
@@ -623,7 +623,9 @@ private:
     }
 
     // x_ → x_ through every layer for the n positions from `first`.
-    void decoder_layers(int64_t n, int64_t first, GemmaState& state) {
+    // `writable`: the state producing layers store their keys and values into (null for the
+    // assistant, whose layers only read `state`).
+    void decoder_layers(int64_t n, int64_t first, const GemmaState& state, GemmaState* writable) {
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size;
         const float eps = static_cast<float>(c.rms_norm_eps);
@@ -632,7 +634,7 @@ private:
             kernels::rms_norm(x_.data(), layer.input_norm.data(), normed_.data(), n, hidden, eps);
             {
                 profiler::Scope scope("attention");
-                attention(layer, n, first, state);
+                attention(layer, n, first, state, writable);
             }
             kernels::rms_norm(residual_.data(), layer.post_attention_norm.data(), residual_.data(), n, hidden, eps);
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
@@ -663,10 +665,10 @@ private:
     }
 
     // normed_ → residual_ (before o_proj's output norm) for positions [first, first + n).
-    void attention(const Layer& layer, int64_t n, int64_t first, GemmaState& state) {
+    void attention(const Layer& layer, int64_t n, int64_t first, const GemmaState& state, GemmaState* writable) {
         const TransformerConfig& c = config_;
         const AttentionKind& kind = kinds_[layer.sliding ? 0 : 1];
-        KvCache& cache = layer.sliding ? state.sliding : state.full;
+        const KvCache& cache = layer.sliding ? state.sliding : state.full;
         const int64_t hd = kind.head_dim, heads = c.num_attention_heads, kv_heads = kind.kv_heads;
         const float eps = static_cast<float>(c.rms_norm_eps);
         grow(q_, n * heads * hd);
@@ -683,7 +685,8 @@ private:
             kernels::rms_norm(k_.data(), layer.k_norm.data(), k_.data(), n * kv_heads, hd, eps);
             kernels::rope(k_.data(), n, kv_heads, hd, hd, positions_.data(), kind.inv_freq.data(), kernels::RopeLayout::SplitHalf);
             if (gemma4_) kernels::rms_norm(v_.data(), none, v_.data(), n * kv_heads, hd, eps);
-            cache.store(layer.slot, first, n, k_.data(), v_.data());
+            if (!writable) throw Error(subject_, "a layer that produces keys cannot run read-only");
+            (layer.sliding ? writable->sliding : writable->full).store(layer.slot, first, n, k_.data(), v_.data());
         } else {
             project({{&layer.q, q_.data()}}, normed_.data(), n, pool_);
         }

@@ -130,6 +130,11 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
     impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
     if (!options.draft_model.empty()) {
         impl->draft_checkpoint = Checkpoint::open(hf::resolve_model(options.draft_model));
+        uint64_t draft_mapped = 0;
+        for (const TensorInfo& t : impl->draft_checkpoint->tensors()) draft_mapped += t.nbytes;
+        if (!options.convert_weights && mapped <= available && mapped + draft_mapped > available)
+            log_warn(options.draft_model + ": the model and its draft model (" + format_bytes(mapped + draft_mapped) +
+                     ") are larger than the available memory (" + format_bytes(available) + "); pages are read from disk as needed");
         const TransformerConfig draft_config = read_transformer_config(*impl->draft_checkpoint);
         impl->lm->attach_draft_model(*impl->draft_checkpoint, draft_config, settings);
     }
