@@ -230,48 +230,13 @@ inline __m256i k4_scale(__m256i words) {
     return _mm256_shuffle_epi8(words, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * kSubBlock)));
 }
 
-float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
-    const auto* act = static_cast<const ActBlock256*>(a);
-    auto* p = reinterpret_cast<U8>(w);
-    const __m256i low4 = _mm256_set1_epi8(0xF);
-    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
-        prefetch_weights(p);
-        prefetch_weights(p + 64);
-        alignas(8) uint8_t sc[8], m[8];
-        blocks::k4_scales_mins(p + 4, sc, m);
-        // mins times the activation sums of their 32 values: each min meets two 16-value sums.
-        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
-        const __m256i mins_per_16 = _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));
-        const __m256i summ = _mm256_madd_epi16(bsums, mins_per_16);
-        const __m256i scales = k4_scale_words(sc);
-        __m256i sumi = _mm256_setzero_si256();
-        // codes are 0..15, unsigned as maddubs wants; each sub-block weighted by its scale.
-        const auto sub_blocks = [&](int c, __m256i scale_lo, __m256i scale_hi) {
-            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
-            const __m256i lo = _mm256_and_si256(bytes, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-            const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 64 * c));
-            const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 64 * c + 32));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), scale_lo));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), scale_hi));
-        };
-        sub_blocks(0, k4_scale<0>(scales), k4_scale<1>(scales));
-        sub_blocks(1, k4_scale<2>(scales), k4_scale<3>(scales));
-        sub_blocks(2, k4_scale<4>(scales), k4_scale<5>(scales));
-        sub_blocks(3, k4_scale<6>(scales), k4_scale<7>(scales));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half(p) * act[b].d), _mm256_cvtepi32_ps(sumi), acc);
-        acc_min = _mm256_fmadd_ps(_mm256_set1_ps(half(p + 2) * act[b].d), _mm256_cvtepi32_ps(summ), acc_min);
-    }
-    return hsum(_mm256_sub_ps(acc, acc_min));
-}
-
-// dot_q4_k_avx2 for T tokens with the block's scales, mins and codes unpacked once: per token the
-// same integer sums, the same two float accumulators and the same final sum, so each result is
-// dot_q4_k_avx2's to the bit (a verified draft's logits are the plain decode's).
+// One Q4_K row times T tokens' int8 activations, each block's scales, mins and codes unpacked once.
+// Per token: the 32-value sub-blocks' integer sums weighted by their scales, and the mins times the
+// activations' 16-value sums, each turned to float once per block into its own accumulator. The
+// one-token row dot is T = 1, so several tokens give each token its one-token bits (a verified
+// draft's logits are the plain decode's).
 template <int T>
-void dot_q4_k_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, float* out) {
+void q4_k_row_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, float* out) {
     const ActBlock256* act[T];
     for (int t = 0; t < T; ++t) act[t] = static_cast<const ActBlock256*>(a[t]);
     auto* p = reinterpret_cast<U8>(w);
@@ -314,12 +279,18 @@ void dot_q4_k_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, f
     for (int t = 0; t < T; ++t) out[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
 }
 
+float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
+    float out;
+    q4_k_row_tokens_avx2<1>(n, w, &a, &out);
+    return out;
+}
+
 void dot_q4_k_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, int tokens, float* out) {
     switch (tokens) {
-        case 1: out[0] = dot_q4_k_avx2(n, w, a[0]); break;
-        case 2: dot_q4_k_tokens_avx2<2>(n, w, a, out); break;
-        case 3: dot_q4_k_tokens_avx2<3>(n, w, a, out); break;
-        default: dot_q4_k_tokens_avx2<4>(n, w, a, out); break;
+        case 1: q4_k_row_tokens_avx2<1>(n, w, a, out); break;
+        case 2: q4_k_row_tokens_avx2<2>(n, w, a, out); break;
+        case 3: q4_k_row_tokens_avx2<3>(n, w, a, out); break;
+        default: q4_k_row_tokens_avx2<4>(n, w, a, out); break;
     }
 }
 
