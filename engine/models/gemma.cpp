@@ -51,6 +51,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 namespace oxinfer::models {
 namespace {
@@ -173,20 +174,22 @@ public:
     }
 
 private:
-    // Typed config access: config.json keys, or llama.cpp's GGUF keys under "<arch>.".
-    int64_t integer(const std::string& hf_key, const std::string& gguf_key, int64_t fallback) const {
+    // Typed config access: config.json keys, or llama.cpp's GGUF keys under "<arch>."; absent or
+    // null gives the fallback.
+    template <class T>
+    T setting(const std::string& hf_key, const std::string& gguf_key, T fallback) const {
         const std::string key = gguf_ ? gguf_prefix_ + gguf_key : hf_key;
         const auto it = config_.raw.find(key);
         if (it == config_.raw.end() || it->is_null()) return fallback;
-        if (!it->is_number_integer()) throw Error(subject_, "'" + key + "' is not an integer");
-        return it->get<int64_t>();
+        if (!(std::is_integral_v<T> ? it->is_number_integer() : it->is_number()))
+            throw Error(subject_, "'" + key + "' is not " + (std::is_integral_v<T> ? "an integer" : "a number"));
+        return it->get<T>();
+    }
+    int64_t integer(const std::string& hf_key, const std::string& gguf_key, int64_t fallback) const {
+        return setting<int64_t>(hf_key, gguf_key, fallback);
     }
     double number(const std::string& hf_key, const std::string& gguf_key, double fallback) const {
-        const std::string key = gguf_ ? gguf_prefix_ + gguf_key : hf_key;
-        const auto it = config_.raw.find(key);
-        if (it == config_.raw.end() || it->is_null()) return fallback;
-        if (!it->is_number()) throw Error(subject_, "'" + key + "' is not a number");
-        return it->get<double>();
+        return setting<double>(hf_key, gguf_key, fallback);
     }
 
     // Layer types, head shapes, RoPE per type, KV sharing.
@@ -529,15 +532,8 @@ private:
         moe.activation = GateActivation::GeluTanh;
         moe.router = weights_.matrix(weights_.get(p + "router.proj.weight"), experts, hidden);
         moe.expert_scale = weights_.vector(p + "router.per_expert_scale", experts);
-        const TensorInfo& gate_up = weights_.get(p + "experts.gate_up_proj");
-        const TensorInfo& down = weights_.get(p + "experts.down_proj");
-        moe.experts.resize(static_cast<size_t>(experts));
-        for (int64_t e = 0; e < experts; ++e) {
-            Expert& expert = moe.experts[static_cast<size_t>(e)];
-            expert.gate = weights_.stacked_matrix(gate_up, e, 2 * width, hidden, 0, width);
-            expert.up = weights_.stacked_matrix(gate_up, e, 2 * width, hidden, width, width);
-            expert.down = weights_.stacked_matrix(down, e, hidden, width);
-        }
+        moe.experts = load_fused_experts(weights_, weights_.get(p + "experts.gate_up_proj"), weights_.get(p + "experts.down_proj"),
+                                         experts, hidden, width);
         // The router's input scale, with its 1/√hidden folded in.
         layer.router_scale = weights_.vector(p + "router.scale", hidden);
         for (float& x : layer.router_scale) x /= std::sqrt(static_cast<float>(hidden));
@@ -610,16 +606,9 @@ private:
         decoder_layers(n, first, state, &state);
         state.sliding.set_size(first + n);
         state.full.set_size(first + n);
-        if (!logits && !hidden_out) return;
         profiler::Scope scope("lm_head");
-        // The final norm of every row when the hidden states are wanted, else of the rows with logits.
-        const int64_t rows = all_positions || hidden_out ? n : 1;
-        float* normed = hidden_out ? hidden_out : normed_.data();
-        kernels::rms_norm(x_.data() + (n - rows) * hidden, final_norm_.data(), normed, rows, hidden, eps);
-        if (!logits) return;
-        const int64_t logit_rows = all_positions ? n : 1;
-        kernels::matmul(lm_head_, normed + (rows - logit_rows) * hidden, logit_rows, logits, pool_);
-        if (softcap_ > 0.0f) kernels::softcap(logits, softcap_, logit_rows * config_.vocab_size);
+        const int64_t rows = final_norm_and_head(x_.data(), n, hidden, final_norm_, eps, lm_head_, all_positions, logits, hidden_out, normed_, pool_);
+        if (softcap_ > 0.0f && rows > 0) kernels::softcap(logits, softcap_, rows * config_.vocab_size);
     }
 
     // x_ → x_ through every layer for the n positions from `first`.

@@ -20,6 +20,20 @@ void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, co
     }
 }
 
+int64_t final_norm_and_head(const float* x, int64_t n, int64_t hidden, const std::vector<float>& norm, float eps,
+                            const kernels::WeightMatrix& head, bool all_positions, float* logits, float* hidden_out,
+                            std::vector<float>& scratch, ThreadPool& pool) {
+    if (!logits && !hidden_out) return 0;
+    const int64_t rows = all_positions || hidden_out ? n : 1;
+    if (!hidden_out) grow(scratch, rows * hidden);
+    float* normed = hidden_out ? hidden_out : scratch.data();
+    kernels::rms_norm(x + (n - rows) * hidden, norm.data(), normed, rows, hidden, eps);
+    if (!logits) return 0;
+    const int64_t logit_rows = all_positions ? n : 1;
+    kernels::matmul(head, normed + (rows - logit_rows) * hidden, logit_rows, logits, pool);
+    return logit_rows;
+}
+
 void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool, GateActivation activation,
                         bool force_gemm) {

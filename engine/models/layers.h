@@ -22,6 +22,14 @@ void grow(std::vector<float>& buffer, int64_t n);
 // in one pass (kernels::matmul_many).
 void project(std::initializer_list<std::pair<const Linear*, float*>> outputs, const float* x, int64_t tokens, ThreadPool& pool);
 
+// A decoder's outputs for its last chunk x[n][hidden]: the final RMSNorm (weight as given) of every
+// row into hidden_out when it is not null, and the head's logits of every row (all_positions) or of
+// the last one into logits when that is not null (normed into `scratch` when no hidden_out).
+// Returns the rows of logits written.
+int64_t final_norm_and_head(const float* x, int64_t n, int64_t hidden, const std::vector<float>& norm, float eps,
+                            const kernels::WeightMatrix& head, bool all_positions, float* logits, float* hidden_out,
+                            std::vector<float>& scratch, ThreadPool& pool);
+
 struct FeedForwardScratch {
     std::vector<float> gate, up;
 };

@@ -211,12 +211,8 @@ private:
             kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);
         }
         cache.set_size(first + n);
-        if (!logits) return;
         profiler::Scope scope("lm_head");
-        const int64_t rows = all_positions ? n : 1;
-        const float* last = x_.data() + (n - rows) * hidden;
-        kernels::rms_norm(last, final_norm_.data(), normed_.data(), rows, hidden, eps);
-        kernels::matmul(lm_head_, normed_.data(), rows, logits, pool_);
+        final_norm_and_head(x_.data(), n, hidden, final_norm_, eps, lm_head_, all_positions, logits, nullptr, normed_, pool_);
     }
 
     TransformerConfig config_;

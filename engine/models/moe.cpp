@@ -9,30 +9,41 @@
 
 namespace oxinfer::models {
 
+std::vector<Expert> load_fused_experts(WeightStore& weights, const TensorInfo& gate_up, const TensorInfo& down, int64_t experts,
+                                       int64_t hidden, int64_t width) {
+    std::vector<Expert> out(static_cast<size_t>(experts));
+    for (int64_t e = 0; e < experts; ++e) {
+        Expert& expert = out[static_cast<size_t>(e)];
+        expert.gate = weights.stacked_matrix(gate_up, e, 2 * width, hidden, 0, width);
+        expert.up = weights.stacked_matrix(gate_up, e, 2 * width, hidden, width, width);
+        expert.down = weights.stacked_matrix(down, e, hidden, width);
+    }
+    return out;
+}
+
 MoeWeights load_moe(WeightStore& weights, const std::string& p, int64_t experts, int64_t hidden, int64_t width, int64_t top_k,
                     bool renormalize, int64_t shared_width) {
     MoeWeights moe;
     moe.top_k = top_k;
     moe.renormalize = renormalize;
     moe.router = weights.matrix(weights.get(p + "mlp.gate.weight"), experts, hidden);
-    moe.experts.resize(static_cast<size_t>(experts));
-    const TensorInfo* gate_stack = weights.find(p + "mlp.experts.gate_proj.weight");
-    const TensorInfo* gate_up = weights.find(p + "mlp.experts.gate_up_proj");
-    for (int64_t e = 0; e < experts; ++e) {
-        Expert& expert = moe.experts[static_cast<size_t>(e)];
-        if (gate_up) {
-            expert.gate = weights.stacked_matrix(*gate_up, e, 2 * width, hidden, 0, width);
-            expert.up = weights.stacked_matrix(*gate_up, e, 2 * width, hidden, width, width);
-            expert.down = weights.stacked_matrix(weights.get(p + "mlp.experts.down_proj"), e, hidden, width);
-        } else if (gate_stack) {
-            expert.gate = weights.stacked_matrix(*gate_stack, e, width, hidden);
-            expert.up = weights.stacked_matrix(weights.get(p + "mlp.experts.up_proj.weight"), e, width, hidden);
-            expert.down = weights.stacked_matrix(weights.get(p + "mlp.experts.down_proj.weight"), e, hidden, width);
-        } else {
-            const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
-            expert.gate = weights.matrix(weights.get(q + "gate_proj.weight"), width, hidden);
-            expert.up = weights.matrix(weights.get(q + "up_proj.weight"), width, hidden);
-            expert.down = weights.matrix(weights.get(q + "down_proj.weight"), hidden, width);
+    if (const TensorInfo* gate_up = weights.find(p + "mlp.experts.gate_up_proj")) {
+        moe.experts = load_fused_experts(weights, *gate_up, weights.get(p + "mlp.experts.down_proj"), experts, hidden, width);
+    } else {
+        const TensorInfo* gate_stack = weights.find(p + "mlp.experts.gate_proj.weight");
+        moe.experts.resize(static_cast<size_t>(experts));
+        for (int64_t e = 0; e < experts; ++e) {
+            Expert& expert = moe.experts[static_cast<size_t>(e)];
+            if (gate_stack) {
+                expert.gate = weights.stacked_matrix(*gate_stack, e, width, hidden);
+                expert.up = weights.stacked_matrix(weights.get(p + "mlp.experts.up_proj.weight"), e, width, hidden);
+                expert.down = weights.stacked_matrix(weights.get(p + "mlp.experts.down_proj.weight"), e, hidden, width);
+            } else {
+                const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
+                expert.gate = weights.matrix(weights.get(q + "gate_proj.weight"), width, hidden);
+                expert.up = weights.matrix(weights.get(q + "up_proj.weight"), width, hidden);
+                expert.down = weights.matrix(weights.get(q + "down_proj.weight"), hidden, width);
+            }
         }
     }
     if (shared_width > 0) {

@@ -43,6 +43,10 @@ struct MoeWeights {
 MoeWeights load_moe(WeightStore& weights, const std::string& prefix, int64_t experts, int64_t hidden, int64_t expert_width,
                     int64_t top_k, bool renormalize, int64_t shared_width);
 
+// Experts fused as transformers 5 keeps them: gate_up [E, 2I, d] (gate rows first), down [E, d, I].
+std::vector<Expert> load_fused_experts(WeightStore& weights, const TensorInfo& gate_up, const TensorInfo& down, int64_t experts,
+                                       int64_t hidden, int64_t width);
+
 class SparseMoe {
 public:
     // out[n][hidden] = the block applied to x[n][hidden], routed on router_x (x when null: Gemma 4

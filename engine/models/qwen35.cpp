@@ -478,15 +478,8 @@ private:
         }
         for (const Layer& layer : layers_) decoder_layer(layer, n, first, state);
         state.cache.set_size(first + n);
-        if (!logits && !hidden_out) return;
         profiler::Scope scope("lm_head");
-        // The final norm of every row when the hidden states are wanted, else of the rows with logits.
-        const int64_t rows = all_positions || hidden_out ? n : 1;
-        float* normed = hidden_out ? hidden_out : normed_.data();
-        kernels::rms_norm(x_.data() + (n - rows) * hidden, final_norm_.data(), normed, rows, hidden, eps);
-        if (!logits) return;
-        const int64_t logit_rows = all_positions ? n : 1;
-        kernels::matmul(lm_head_, normed + (rows - logit_rows) * hidden, logit_rows, logits, pool_);
+        final_norm_and_head(x_.data(), n, hidden, final_norm_, eps, lm_head_, all_positions, logits, hidden_out, normed_, pool_);
     }
 
     // x_ → x_ through one decoder layer for positions [first, first + n).
