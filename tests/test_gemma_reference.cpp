@@ -13,6 +13,8 @@
 // gemma4 layouts: prefills of 1, 7, 8, 9, 300, 520, 600 tokens and the whole sequence; the
 // prompt decoded a token at a time; 32 greedy tokens. Tolerance 1e-4 max abs on logits up to ~10.
 
+#include "logit_goldens.h"
+
 #include "kernels/thread_pool.h"
 #include "models/causal_lm.h"
 #include "models/kv_cache.h"
@@ -46,42 +48,9 @@ const fs::path kDir = fs::path(OXINFER_REFERENCE_DIR) / "gemma";
 constexpr double kTolerance = 1e-4;
 constexpr int64_t kWindow = 8;
 
-struct Golden {
-    std::vector<int32_t> prompt, greedy, sequence;  // sequence: prompt + greedy[:-1]
-    double min_gap = 0;
-    oxinfer::NpyArray logits;  // (sequence positions, vocab)
-};
+using oxinfer::test::LogitGolden;
 
-Golden load_golden(const std::string& name, const std::string& variant) {
-    std::ifstream in(kDir / name / "golden.json");
-    const json summary = json::parse(in);
-    Golden g;
-    g.prompt = summary["prompt"].get<std::vector<int32_t>>();
-    g.greedy = summary[variant]["greedy"].get<std::vector<int32_t>>();
-    g.min_gap = summary[variant]["min_greedy_gap"].get<double>();
-    g.logits = oxinfer::read_npy_f32(kDir / name / (variant + "_logits.npy"));
-    g.sequence = g.prompt;
-    g.sequence.insert(g.sequence.end(), g.greedy.begin(), g.greedy.end() - 1);
-    return g;
-}
-
-std::unique_ptr<oxinfer::Model> load(const fs::path& path) {
-    oxinfer::LoadOptions options;
-    options.threads = 2;
-    return oxinfer::Model::load(path.string(), options);
-}
-
-double rows_error(const std::vector<float>& logits, const Golden& golden, size_t first_row, size_t count, int64_t vocab) {
-    double worst = 0;
-    const float* expected = golden.logits.values.data() + first_row * static_cast<size_t>(vocab);
-    for (size_t i = 0; i < count * static_cast<size_t>(vocab); ++i)
-        worst = std::max(worst, std::fabs(static_cast<double>(logits[i]) - expected[i]));
-    return worst;
-}
-
-std::span<const int32_t> slice(const std::vector<int32_t>& tokens, size_t begin, size_t end) {
-    return std::span<const int32_t>(tokens).subspan(begin, end - begin);
-}
+LogitGolden load_golden(const std::string& name, const std::string& variant) { return oxinfer::test::load_logit_golden(kDir / name, variant); }
 
 }  // namespace
 
@@ -109,15 +78,10 @@ private slots:
         const std::string case_name = name.toStdString(), src = source.toStdString();
         QTemporaryDir dir;
         fs::path path = kDir / case_name / src;
-        if (src == "bf16") {
-            path = fs::path(dir.path().toStdString()) / "bf16";
-            fs::create_directories(path);
-            for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-                fs::copy_file(kDir / case_name / "hf" / file, path / file);
-            fs::copy_file(kDir / case_name / "bf16.safetensors", path / "model.safetensors");
-        }
-        const Golden golden = load_golden(case_name, variant.toStdString());
-        auto model = load(path);
+        if (src == "bf16")
+            path = oxinfer::test::folder_with_weights(dir.path().toStdString(), kDir / case_name, "bf16.safetensors", "model.safetensors");
+        const LogitGolden golden = load_golden(case_name, variant.toStdString());
+        auto model = oxinfer::test::load_with_two_threads(path);
         const int64_t vocab = model->config().vocab_size;
         QCOMPARE(golden.logits.shape, (std::vector<int64_t>{static_cast<int64_t>(golden.sequence.size()), vocab}));
 
@@ -125,7 +89,7 @@ private slots:
         // steps, the second one storing into the wrapped ring).
         for (size_t length : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{300}, size_t{520}, size_t{600}, golden.sequence.size()}) {
             oxinfer::Session session(*model);
-            const double error = rows_error(session.evaluate(slice(golden.sequence, 0, length), true), golden, 0, length, vocab);
+            const double error = oxinfer::test::logits_error(session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, length), true), golden, 0, length, vocab);
             qInfo("%s/%s: prefill of %zu tokens, max |diff| %.3g", qPrintable(name), qPrintable(source), length, error);
             QVERIFY2(error <= kTolerance, qPrintable(QString("prefill of %1 tokens differs by %2").arg(length).arg(error)));
         }
@@ -135,7 +99,7 @@ private slots:
         std::vector<float> step = decode.evaluate(golden.prompt);
         double decode_error = 0;
         for (size_t i = 0; i < golden.greedy.size(); ++i) {
-            decode_error = std::max(decode_error, rows_error(step, golden, golden.prompt.size() - 1 + i, 1, vocab));
+            decode_error = std::max(decode_error, oxinfer::test::logits_error(step, golden, golden.prompt.size() - 1 + i, 1, vocab));
             if (i + 1 < golden.greedy.size()) step = decode.evaluate(std::vector<int32_t>{golden.greedy[i]});
         }
         qInfo("%s/%s: decode max |diff| %.3g", qPrintable(name), qPrintable(source), decode_error);
@@ -153,26 +117,26 @@ private slots:
     // the sequence, and going back works while the window before the new end is still in the ring
     // (else everything is evaluated again); the logits after going back are the reference's.
     void sliding_cache_is_bounded_and_rewinds() {
-        const Golden golden = load_golden("gemma4", "f32");
-        auto model = load(kDir / "gemma4" / "hf");
+        const LogitGolden golden = load_golden("gemma4", "f32");
+        auto model = oxinfer::test::load_with_two_threads(kDir / "gemma4" / "hf");
         const int64_t vocab = model->config().vocab_size;
         const size_t n = golden.sequence.size();
         oxinfer::Session session(*model);
-        session.evaluate(slice(golden.sequence, 0, 600));
+        session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, 600));
         const uint64_t at_600 = session.kv_cache_bytes();
-        for (size_t i = 600; i < n; ++i) session.evaluate(slice(golden.sequence, i, i + 1));
+        for (size_t i = 600; i < n; ++i) session.evaluate(oxinfer::test::token_slice(golden.sequence, i, i + 1));
         QCOMPARE(session.kv_cache_bytes(), at_600);  // the ring was full at 600 already
 
         const int64_t ring = kWindow + oxinfer::models::kMaxStoreTokens;
         // The window keys before it still held (kWindow of them: a draft model's query sees that many).
         const int64_t oldest_rewind = static_cast<int64_t>(n) - ring + kWindow;
         QCOMPARE(session.truncate(oldest_rewind), oldest_rewind);
-        std::vector<float> rest = session.evaluate(slice(golden.sequence, static_cast<size_t>(oldest_rewind), n), true);
-        QVERIFY(rows_error(rest, golden, static_cast<size_t>(oldest_rewind), n - static_cast<size_t>(oldest_rewind), vocab) <= kTolerance);
+        std::vector<float> rest = session.evaluate(oxinfer::test::token_slice(golden.sequence, static_cast<size_t>(oldest_rewind), n), true);
+        QVERIFY(oxinfer::test::logits_error(rest, golden, static_cast<size_t>(oldest_rewind), n - static_cast<size_t>(oldest_rewind), vocab) <= kTolerance);
         QCOMPARE(session.truncate(oldest_rewind - 1), int64_t{0});  // one further back: overwritten
         QVERIFY(session.tokens().empty());
-        rest = session.evaluate(slice(golden.sequence, 0, 20), true);
-        QVERIFY(rows_error(rest, golden, 0, 20, vocab) <= kTolerance);
+        rest = session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, 20), true);
+        QVERIFY(oxinfer::test::logits_error(rest, golden, 0, 20, vocab) <= kTolerance);
 
         // Regenerating an answer reuses the prompt.
         oxinfer::Session chat(*model);
@@ -201,7 +165,7 @@ private slots:
         QFETCH(QString, source);
         const std::string src = source.toStdString();
         const fs::path main_path = kDir / "gemma4" / "hf", draft_path = kDir / "gemma4_assistant" / src;
-        const Golden golden = load_golden("gemma4", "f32");
+        const LogitGolden golden = load_golden("gemma4", "f32");
         std::ifstream in(kDir / "gemma4" / "golden.json");
         const json expected = json::parse(in)["f32"]["assistant"][src == "hf" ? "hf" : "gguf"];
         QVERIFY(expected["min_draft_gap"].get<double>() > 2 * kTolerance);
@@ -273,7 +237,7 @@ private slots:
     void assistant_errors() {
         const fs::path assistant = kDir / "gemma4_assistant" / "hf";
         try {
-            load(assistant);
+            oxinfer::test::load_with_two_threads(assistant);
             QFAIL("an assistant loaded as a model");
         } catch (const oxinfer::Error& e) {
             QVERIFY2(std::string(e.what()).find("draft model") != std::string::npos, e.what());

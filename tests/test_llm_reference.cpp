@@ -25,6 +25,8 @@
 // too (its integer GEMM, as llama.cpp does): its goldens emulate that at every position, and its
 // prefill gets the same allowance.
 
+#include "logit_goldens.h"
+
 #include <oxinfer/error.h>
 #include <oxinfer/llm.h>
 #include <oxinfer/npy.h>
@@ -74,12 +76,7 @@ Golden load_golden(const std::string& name, const std::string& variant) {
 
 // A Hugging Face folder holding the case's config and tokenizer with `weights` as `file_name`.
 fs::path folder_with(const QTemporaryDir& dir, const std::string& name, const std::string& weights, const std::string& file_name) {
-    const fs::path folder = fs::path(dir.path().toStdString()) / (name + "-" + file_name);
-    fs::create_directories(folder);
-    for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-        fs::copy_file(kDir / name / "hf" / file, folder / file, fs::copy_options::overwrite_existing);
-    fs::copy_file(kDir / name / weights, folder / file_name, fs::copy_options::overwrite_existing);
-    return folder;
+    return oxinfer::test::folder_with_weights(dir.path().toStdString(), kDir / name, weights, file_name);
 }
 
 // See the file comment: the effect of one int8 activation code rounded the other way.

@@ -17,6 +17,8 @@
 // (before each prompt's last token); multi-turn reuse and truncation are checked against the
 // goldens, which a full recompute equals.
 
+#include "logit_goldens.h"
+
 #include "kernels/thread_pool.h"
 #include "models/causal_lm.h"
 
@@ -46,43 +48,9 @@ using nlohmann::json;
 const fs::path kDir = fs::path(OXINFER_REFERENCE_DIR) / "qwen35";
 constexpr double kTolerance = 1e-4;
 
-struct Golden {
-    std::vector<int32_t> prompt, greedy, sequence;  // sequence: prompt + greedy[:-1]
-    double min_gap = 0;
-    oxinfer::NpyArray logits;  // (sequence positions, vocab)
-};
+using oxinfer::test::LogitGolden;
 
-Golden load_golden(const std::string& name, const std::string& variant) {
-    std::ifstream in(kDir / name / "golden.json");
-    const json summary = json::parse(in);
-    Golden g;
-    g.prompt = summary["prompt"].get<std::vector<int32_t>>();
-    g.greedy = summary[variant]["greedy"].get<std::vector<int32_t>>();
-    g.min_gap = summary[variant]["min_greedy_gap"].get<double>();
-    g.logits = oxinfer::read_npy_f32(kDir / name / (variant + "_logits.npy"));
-    g.sequence = g.prompt;
-    g.sequence.insert(g.sequence.end(), g.greedy.begin(), g.greedy.end() - 1);
-    return g;
-}
-
-std::unique_ptr<oxinfer::Model> load(const fs::path& path) {
-    oxinfer::LoadOptions options;
-    options.threads = 2;
-    return oxinfer::Model::load(path.string(), options);
-}
-
-// Max |diff| between `count` rows of logits and the golden's rows from `first_row`.
-double rows_error(const std::vector<float>& logits, const Golden& golden, size_t first_row, size_t count, int64_t vocab) {
-    double worst = 0;
-    const float* expected = golden.logits.values.data() + first_row * static_cast<size_t>(vocab);
-    for (size_t i = 0; i < count * static_cast<size_t>(vocab); ++i)
-        worst = std::max(worst, std::fabs(static_cast<double>(logits[i]) - expected[i]));
-    return worst;
-}
-
-std::span<const int32_t> slice(const std::vector<int32_t>& tokens, size_t begin, size_t end) {
-    return std::span<const int32_t>(tokens).subspan(begin, end - begin);
-}
+LogitGolden load_golden(const std::string& name, const std::string& variant) { return oxinfer::test::load_logit_golden(kDir / name, variant); }
 
 }  // namespace
 
@@ -110,22 +78,17 @@ private slots:
         const std::string case_name = name.toStdString(), src = source.toStdString();
         QTemporaryDir dir;
         fs::path path = kDir / case_name / src;
-        if (src == "bf16") {
-            path = fs::path(dir.path().toStdString()) / "bf16";
-            fs::create_directories(path);
-            for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-                fs::copy_file(kDir / case_name / "hf" / file, path / file);
-            fs::copy_file(kDir / case_name / "bf16.safetensors", path / "model.safetensors");
-        }
-        const Golden golden = load_golden(case_name, variant.toStdString());
-        auto model = load(path);
+        if (src == "bf16")
+            path = oxinfer::test::folder_with_weights(dir.path().toStdString(), kDir / case_name, "bf16.safetensors", "model.safetensors");
+        const LogitGolden golden = load_golden(case_name, variant.toStdString());
+        auto model = oxinfer::test::load_with_two_threads(path);
         const int64_t vocab = model->config().vocab_size;
         QCOMPARE(golden.logits.shape, (std::vector<int64_t>{static_cast<int64_t>(golden.sequence.size()), vocab}));
 
         // Prefills of several lengths around the chunk of 64, and of the whole sequence.
         for (size_t length : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{130}, golden.sequence.size()}) {
             oxinfer::Session session(*model);
-            const double error = rows_error(session.evaluate(slice(golden.sequence, 0, length), true), golden, 0, length, vocab);
+            const double error = oxinfer::test::logits_error(session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, length), true), golden, 0, length, vocab);
             qInfo("%s/%s: prefill of %zu tokens, max |diff| %.3g", qPrintable(name), qPrintable(source), length, error);
             QVERIFY2(error <= kTolerance, qPrintable(QString("prefill of %1 tokens differs by %2").arg(length).arg(error)));
         }
@@ -135,7 +98,7 @@ private slots:
         std::vector<float> step = decode.evaluate(golden.prompt);
         double decode_error = 0;
         for (size_t i = 0; i < golden.greedy.size(); ++i) {
-            decode_error = std::max(decode_error, rows_error(step, golden, golden.prompt.size() - 1 + i, 1, vocab));
+            decode_error = std::max(decode_error, oxinfer::test::logits_error(step, golden, golden.prompt.size() - 1 + i, 1, vocab));
             if (i + 1 < golden.greedy.size()) step = decode.evaluate(std::vector<int32_t>{golden.greedy[i]});
         }
         qInfo("%s/%s: decode max |diff| %.3g", qPrintable(name), qPrintable(source), decode_error);
@@ -152,14 +115,14 @@ private slots:
     // A second turn continues the first one's states: its prefill starts from the conv and
     // recurrent states (and KV cache) left by the first, and gives the full recompute's logits.
     void second_turn_continues_the_states() {
-        const Golden golden = load_golden("qwen3_5", "f32");
-        auto model = load(kDir / "qwen3_5" / "hf");
+        const LogitGolden golden = load_golden("qwen3_5", "f32");
+        auto model = oxinfer::test::load_with_two_threads(kDir / "qwen3_5" / "hf");
         const int64_t vocab = model->config().vocab_size;
         for (size_t split : {size_t{1}, size_t{65}, size_t{100}}) {
             oxinfer::Session session(*model);
-            session.evaluate(slice(golden.sequence, 0, split));
-            const std::vector<float> rest = session.evaluate(slice(golden.sequence, split, golden.sequence.size()), true);
-            const double error = rows_error(rest, golden, split, golden.sequence.size() - split, vocab);
+            session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, split));
+            const std::vector<float> rest = session.evaluate(oxinfer::test::token_slice(golden.sequence, split, golden.sequence.size()), true);
+            const double error = oxinfer::test::logits_error(rest, golden, split, golden.sequence.size() - split, vocab);
             qInfo("turn split at %zu: max |diff| %.3g", split, error);
             QVERIFY(error <= kTolerance);
         }
@@ -168,21 +131,21 @@ private slots:
     // Going back: to a snapshot (taken before each prompt's last token) when there is one at or
     // before the point asked for, else to the start; either way the logits are the reference's.
     void truncation_goes_back_to_a_snapshot() {
-        const Golden golden = load_golden("qwen3_5", "f32");
-        auto model = load(kDir / "qwen3_5" / "hf");
+        const LogitGolden golden = load_golden("qwen3_5", "f32");
+        auto model = oxinfer::test::load_with_two_threads(kDir / "qwen3_5" / "hf");
         const int64_t vocab = model->config().vocab_size;
         oxinfer::Session session(*model);
-        session.evaluate(slice(golden.sequence, 0, 100));      // snapshot at 99
-        session.evaluate(slice(golden.sequence, 100, 140));    // snapshot at 139
+        session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, 100));      // snapshot at 99
+        session.evaluate(oxinfer::test::token_slice(golden.sequence, 100, 140));    // snapshot at 139
         QCOMPARE(session.truncate(150), int64_t{140});         // nothing to drop
         QCOMPARE(session.truncate(120), int64_t{99});          // back to the first prompt's snapshot
         QCOMPARE(session.tokens(), std::vector<int32_t>(golden.sequence.begin(), golden.sequence.begin() + 99));
-        std::vector<float> rest = session.evaluate(slice(golden.sequence, 99, golden.sequence.size()), true);
-        QVERIFY(rows_error(rest, golden, 99, golden.sequence.size() - 99, vocab) <= kTolerance);
+        std::vector<float> rest = session.evaluate(oxinfer::test::token_slice(golden.sequence, 99, golden.sequence.size()), true);
+        QVERIFY(oxinfer::test::logits_error(rest, golden, 99, golden.sequence.size() - 99, vocab) <= kTolerance);
         QCOMPARE(session.truncate(50), int64_t{0});            // no snapshot at or before 50
         QVERIFY(session.tokens().empty());
-        rest = session.evaluate(slice(golden.sequence, 0, 70), true);
-        QVERIFY(rows_error(rest, golden, 0, 70, vocab) <= kTolerance);
+        rest = session.evaluate(oxinfer::test::token_slice(golden.sequence, 0, 70), true);
+        QVERIFY(oxinfer::test::logits_error(rest, golden, 0, 70, vocab) <= kTolerance);
 
         // Regenerating an answer resumes from the snapshot before the prompt's last token.
         oxinfer::Session chat(*model);
@@ -198,11 +161,11 @@ private slots:
         // Inside a short evaluation (2 to 4 tokens, as a speculative verification) every position
         // can be returned to: the states after each of its tokens are kept.
         oxinfer::Session verify(*model);
-        verify.evaluate(slice(golden.sequence, 0, 100));
-        verify.evaluate(slice(golden.sequence, 100, 103));
+        verify.evaluate(oxinfer::test::token_slice(golden.sequence, 0, 100));
+        verify.evaluate(oxinfer::test::token_slice(golden.sequence, 100, 103));
         QCOMPARE(verify.truncate(101), int64_t{101});
-        rest = verify.evaluate(slice(golden.sequence, 101, golden.sequence.size()), true);
-        QVERIFY(rows_error(rest, golden, 101, golden.sequence.size() - 101, vocab) <= kTolerance);
+        rest = verify.evaluate(oxinfer::test::token_slice(golden.sequence, 101, golden.sequence.size()), true);
+        QVERIFY(oxinfer::test::logits_error(rest, golden, 101, golden.sequence.size() - 101, vocab) <= kTolerance);
     }
 
     // The MTP head (mtp.*, trained by the reference to agree with the model; nextn in GGUF) against
@@ -219,7 +182,7 @@ private slots:
     void mtp_head_matches_reference() {
         QFETCH(QString, source);
         const fs::path path = kDir / "qwen3_5" / source.toStdString();
-        const Golden golden = load_golden("qwen3_5", "f32");
+        const LogitGolden golden = load_golden("qwen3_5", "f32");
         const oxinfer::NpyArray expected = oxinfer::read_npy_f32(kDir / "qwen3_5" / "f32_mtp_logits.npy");
         std::ifstream in(kDir / "qwen3_5" / "golden.json");
         const json mtp = json::parse(in)["f32"]["mtp"];
