@@ -83,6 +83,37 @@ private slots:
         QCOMPARE(second.text, recomputed.text);
     }
 
+    // An app switches branches with set_messages: resending an edited first message after a
+    // two-turn chat gives the reply of a fresh conversation, and the cached system prompt is kept.
+    void conversation_set_messages_continues_another_branch() {
+        auto model = load("qwen3");
+        oxinfer::Conversation chat(*model, "Be brief.");
+        chat.reply("Hi there", greedy(4));
+        chat.reply("and then", greedy(4));
+        QCOMPARE(chat.messages().size(), size_t{4});
+
+        chat.set_messages(nlohmann::ordered_json::array());
+        const auto edited = chat.reply("Hello instead", greedy(6));
+        QVERIFY(edited.stats.reused_prompt_tokens > 0);
+        QCOMPARE(chat.messages().size(), size_t{2});
+
+        oxinfer::Conversation fresh(*model, "Be brief.");
+        QCOMPARE(edited.tokens, fresh.reply("Hello instead", greedy(6)).tokens);
+
+        // Regenerating the second turn of a branch: its first turn comes back as messages, and the
+        // prompt is the one a conversation that never left that branch renders.
+        nlohmann::ordered_json first_turn = nlohmann::ordered_json::array();
+        first_turn.push_back({{"role", "user"}, {"content", "Hi there"}});
+        first_turn.push_back({{"role", "assistant"}, {"content", "Hello"}});
+        chat.set_messages(first_turn);
+        fresh.set_messages(first_turn);
+        const auto expected_prompt = fresh.prompt_tokens("and then");
+        QCOMPARE(chat.prompt_tokens("and then"), expected_prompt);
+        const auto regenerated = chat.reply("and then", greedy(6));
+        oxinfer::Session session(*model);
+        QCOMPARE(regenerated.tokens, session.generate(expected_prompt, greedy(6)).tokens);
+    }
+
     void cancel_from_another_thread_stops_within_one_token() {
         auto model = load("llama3");
         oxinfer::Session session(*model);

@@ -180,6 +180,10 @@ public:
     void set_thinking(std::optional<bool> enabled) { thinking_ = enabled; }
     // Forgets the messages (the cache is kept and reused where the next prompt matches).
     void clear() { messages_ = nlohmann::ordered_json::array(); }
+    // Replaces the messages before the next reply ({"role", "content"} objects, no system message):
+    // how an app continues another branch of a chat, regenerates or resends an edited message. The
+    // cache of the prefix the new prompt shares with the last one is still reused.
+    void set_messages(nlohmann::ordered_json messages) { messages_ = std::move(messages); }
     const nlohmann::ordered_json& messages() const { return messages_; }
 
     // The prompt tokens for the conversation plus `user_message`, with the generation prompt.
