@@ -1,8 +1,14 @@
-// oxinfer-studio: opens the main window, or with --screenshot FILE renders it to a PNG and exits.
+// oxinfer-studio: opens the main window, or with --screenshot FILE [--pane NAME] renders a pane to
+// a PNG and exits.
 
+#include "core/app_settings.h"
 #include "ui/main_window.h"
+#include "ui/settings_pane.h"
+
+#include "core/local_models_model.h"
 
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QCommandLineOption>
 #include <QCommandLineParser>
 #include <QImage>
@@ -17,6 +23,10 @@ int screenshot(MainWindow& window, const QString& file) {
     window.setAttribute(Qt::WA_DontShowOnScreen);
     window.resize(MainWindow::defaultSize());
     window.show();  // not mapped on screen, but lets the layouts and style settle
+    // The model list is scanned in the background: wait for it (headers only: seconds at most).
+    QElapsedTimer scan;
+    scan.start();
+    while (window.localModels()->scanning() && scan.elapsed() < 20000) QApplication::processEvents(QEventLoop::AllEvents, 50);
     QApplication::processEvents();
     QApplication::processEvents();
     const QImage image = window.grab().toImage();
@@ -48,9 +58,19 @@ int main(int argc, char** argv) {
         QStringLiteral("screenshot"), QStringLiteral("Render the main window to FILE (PNG) and exit; shows nothing."),
         QStringLiteral("FILE"));
     parser.addOption(screenshotOption);
+    const QCommandLineOption paneOption(QStringLiteral("pane"),
+                                        QStringLiteral("The pane to open: %1.").arg(MainWindow::paneNames().join(QStringLiteral(", "))),
+                                        QStringLiteral("NAME"), QStringLiteral("chat"));
+    parser.addOption(paneOption);
     parser.process(app);  // handles --help and --version, and exits on unknown options
 
+    studio::applyTheme(studio::AppSettings::theme());
     MainWindow window;
+    if (!window.showPane(parser.value(paneOption))) {
+        QTextStream(stderr) << "oxinfer-studio: error: unknown pane '" << parser.value(paneOption) << "' ("
+                            << MainWindow::paneNames().join(QStringLiteral(", ")) << ")\n";
+        return 2;
+    }
     if (parser.isSet(screenshotOption)) return screenshot(window, parser.value(screenshotOption));
 
     window.show();

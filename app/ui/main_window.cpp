@@ -1,6 +1,18 @@
 #include "ui/main_window.h"
 
+#include "core/app_settings.h"
+#include "core/chat_store.h"
+#include "core/engine.h"
+#include "core/local_models_model.h"
+#include "ui/chat_pane.h"
+#include "ui/models_pane.h"
+#include "ui/settings_pane.h"
+
 #include <oxinfer/platform.h>
+
+#include <QDir>
+#include <QListWidget>
+#include <QStackedWidget>
 
 #include <QFontMetrics>
 #include <QFrame>
@@ -63,43 +75,104 @@ QString memoryText(const oxinfer::PlatformInfo& info) {
         .arg(qs(oxinfer::format_bytes(info.total_ram_bytes)), qs(oxinfer::format_bytes(info.available_ram_bytes)));
 }
 
-QLabel* makeLabel(const QString& text, const char* objectName, QWidget* parent) {
-    auto* label = new QLabel(text, parent);
-    label->setObjectName(QLatin1String(objectName));
-    return label;
-}
-
-// Colours of the welcome page: a calm slate-and-teal scheme, set explicitly so that the page
-// looks the same under any desktop theme.
-const char* const kWelcomeStyle = R"(
-#welcomePage { background: #f4f6f8; }
-#welcomeTitle { color: #1b2a3a; font-size: 30pt; font-weight: 600; }
-#welcomeTagline { color: #3d4b5c; font-size: 13pt; }
-#releaseNote { background: #e8f1f6; border: 1px solid #c4dbe8; border-radius: 8px; }
-#releaseNoteText { color: #24465c; font-size: 11pt; }
-#machineCard { background: #ffffff; border: 1px solid #dfe4ea; border-radius: 8px; }
-#machineTitle { color: #1b2a3a; font-size: 12pt; font-weight: 600; }
-#machineCard QLabel[role="key"] { color: #6a7785; font-size: 10pt; }
-#machineCard QLabel[role="value"] { color: #1b2a3a; font-size: 10pt; }
-#versionLabel { color: #7c8894; font-size: 9pt; }
+// The app's look on top of the palette (so that light and dark themes both work).
+const char* const kStyle = R"(
+#navigation { border: none; background: palette(window); font-size: 11pt; padding-top: 8px; }
+#navigation::item { padding: 9px 14px; border-radius: 6px; margin: 1px 8px; }
+#navigation::item:selected { background: palette(highlight); color: palette(highlighted-text); }
+#paneTitle { font-size: 18pt; font-weight: 600; }
+#paneIntro, #hubNote, #messageStatus, #chatStats, #branchPosition, #codeLanguage { color: palette(placeholder-text); }
+#chatTitle { font-size: 13pt; font-weight: 600; }
+#userMessage { background: palette(alternate-base); border-radius: 10px; }
+#assistantMessage { background: palette(base); border: 1px solid palette(midlight); border-radius: 10px; }
+#messageRole { font-weight: 600; }
+#codeBlock { border: 1px solid palette(mid); border-radius: 6px; background: palette(alternate-base); }
+#codeHeader { border-bottom: 1px solid palette(midlight); }
+#chatBanner { background: #fbeee0; color: #7a4510; padding: 8px 16px; }
+#editBanner { background: palette(alternate-base); padding: 6px 16px; }
+#chatPlaceholder { color: palette(placeholder-text); font-size: 12pt; padding: 40px; }
+#comingTitle { font-size: 20pt; font-weight: 600; }
+#comingText { font-size: 11pt; }
+#comingNote { color: palette(placeholder-text); }
 )";
+
+struct PaneInfo {
+    const char* name;
+    const char* label;
+};
+constexpr PaneInfo kPanes[] = {{"chat", "Chat"},       {"transcribe", "Transcribe"}, {"speak", "Speak"}, {"imagine", "Imagine"},
+                               {"search", "Search"},   {"models", "Models"},         {"settings", "Settings"}};
 
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent), store_(std::make_unique<studio::ChatStore>()), engine_(std::make_unique<studio::Engine>()) {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(QStringLiteral("Oxinfer Studio"));
     setWindowIcon(appIcon());
     resize(defaultSize());
+    setStyleSheet(QLatin1String(kStyle));
 
-    setCentralWidget(createWelcomePage());
+    const QString database = QDir(studio::AppSettings::dataDir()).filePath(QStringLiteral("chats.sqlite"));
+    QString storeError;
+    store_->open(database, &storeError);
+    models_ = new studio::LocalModelsModel(this);
+
+    auto* central = new QWidget(this);
+    auto* layout = new QHBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    navigation_ = new QListWidget(central);
+    navigation_->setObjectName(QStringLiteral("navigation"));
+    navigation_->setFixedWidth(150);
+    panes_ = new QStackedWidget(central);
+    panes_->setObjectName(QStringLiteral("panes"));
+    layout->addWidget(navigation_);
+    auto* line = new QFrame(central);
+    line->setFrameShape(QFrame::VLine);
+    line->setFrameShadow(QFrame::Sunken);
+    layout->addWidget(line);
+    layout->addWidget(panes_, 1);
+    setCentralWidget(central);
+
+    chatPane_ = new studio::ChatPane(store_.get(), engine_.get(), models_, panes_);
+    modelsPane_ = new studio::ModelsPane(engine_.get(), models_, panes_);
+    auto* settings = new studio::SettingsPane(panes_);
+    for (const PaneInfo& pane : kPanes) {
+        const QString name = QLatin1String(pane.name);
+        QWidget* widget = nullptr;
+        if (name == QLatin1String("chat")) widget = chatPane_;
+        else if (name == QLatin1String("models")) widget = modelsPane_;
+        else if (name == QLatin1String("settings")) widget = settings;
+        else if (name == QLatin1String("transcribe"))
+            widget = createComingSoonPane(name, QStringLiteral("Transcribe"),
+                                          QStringLiteral("Turn speech into text with Whisper models: drop in an audio or video file, or record "
+                                                         "from the microphone, and get a transcript with timestamps, in the spoken language or "
+                                                         "translated into English."));
+        else if (name == QLatin1String("speak"))
+            widget = createComingSoonPane(name, QStringLiteral("Speak"),
+                                          QStringLiteral("Turn text into natural speech with Orpheus TTS and similar models: choose a voice, "
+                                                         "listen, and save the audio."));
+        else if (name == QLatin1String("imagine"))
+            widget = createComingSoonPane(name, QStringLiteral("Imagine"),
+                                          QStringLiteral("Draw images from a description with Stable Diffusion models, with the size, steps "
+                                                         "and seed under your control."));
+        else
+            widget = createComingSoonPane(name, QStringLiteral("Search"),
+                                          QStringLiteral("Search your own documents by meaning with embedding models: add folders of text, "
+                                                         "PDF and Markdown files, and ask in your own words."));
+        widget->setProperty("paneName", name);
+        panes_->addWidget(widget);
+        auto* item = new QListWidgetItem(QLatin1String(pane.label), navigation_);
+        item->setData(Qt::UserRole, name);
+    }
+    connect(navigation_, &QListWidget::currentRowChanged, panes_, &QStackedWidget::setCurrentIndex);
+    connect(chatPane_, &studio::ChatPane::modelsRequested, this, [this] { showPane(QStringLiteral("models")); });
+    connect(settings, &studio::SettingsPane::loadSettingsChanged, models_, &studio::LocalModelsModel::refresh);
+    navigation_->setCurrentRow(0);
 
     statusBar()->setObjectName(QStringLiteral("statusBar"));
     statusBar()->setSizeGripEnabled(false);
-    statusBar()->setStyleSheet(QStringLiteral(
-        "QStatusBar { background: #e9edf1; border-top: 1px solid #d5dce3; }"
-        "QStatusBar::item { border: none; }"
-        "QStatusBar QLabel { color: #3d4b5c; }"));
     platformLabel_ = new ElidingLabel(platformLine(), this);
     platformLabel_->setObjectName(QStringLiteral("platformLabel"));
     platformLabel_->setToolTip(platformLabel_->text());
@@ -107,7 +180,32 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     platformLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     // Stretch so the label takes the whole bar; it elides rather than widening the window.
     statusBar()->addPermanentWidget(platformLabel_, 1);
+    if (!store_->isOpen())
+        statusBar()->showMessage(QStringLiteral("Chats cannot be saved: %1").arg(storeError));
+
+    models_->refresh();
 }
+
+MainWindow::~MainWindow() {
+    // The engine stops and joins its thread before the panes that listen to it go.
+    if (engine_) engine_->stop();
+    engine_.reset();
+}
+
+QStringList MainWindow::paneNames() {
+    QStringList names;
+    for (const PaneInfo& pane : kPanes) names << QLatin1String(pane.name);
+    return names;
+}
+
+bool MainWindow::showPane(const QString& name) {
+    const int index = int(paneNames().indexOf(name));
+    if (index < 0) return false;
+    navigation_->setCurrentRow(index);
+    return true;
+}
+
+QString MainWindow::currentPane() const { return panes_->currentWidget()->property("paneName").toString(); }
 
 QString MainWindow::platformLine() const {
     const oxinfer::PlatformInfo& info = oxinfer::platform();
@@ -115,111 +213,30 @@ QString MainWindow::platformLine() const {
     return cpuName(info) + dot + coresText(info) + dot + featuresText(info) + dot + memoryText(info);
 }
 
-QWidget* MainWindow::createWelcomePage() {
-    const oxinfer::PlatformInfo& info = oxinfer::platform();
-
-    auto* scroll = new QScrollArea(this);
-    scroll->setObjectName(QStringLiteral("welcomeScroll"));
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setWidgetResizable(true);
-
-    auto* page = new QWidget;
-    page->setObjectName(QStringLiteral("welcomePage"));
-    page->setStyleSheet(QLatin1String(kWelcomeStyle));
-    scroll->setWidget(page);
-
-    // One centred column of readable width.
-    auto* outer = new QHBoxLayout(page);
-    outer->setContentsMargins(48, 40, 48, 40);
-    auto* column = new QVBoxLayout;
-    column->setSpacing(0);
-    outer->addStretch(1);
-    outer->addLayout(column, 0);
-    outer->addStretch(1);
-
-    auto* header = new QHBoxLayout;
-    header->setSpacing(20);
-    auto* mark = new QLabel(page);
-    mark->setObjectName(QStringLiteral("welcomeMark"));
-    mark->setPixmap(appIcon().pixmap(72, 72));
-    mark->setFixedSize(72, 72);
-    header->addWidget(mark, 0, Qt::AlignVCenter);
-    auto* title = makeLabel(QStringLiteral("Oxinfer Studio"), "welcomeTitle", page);
-    header->addWidget(title, 1, Qt::AlignVCenter);
-
-    auto* tagline = makeLabel(QStringLiteral("Chat with local models, transcribe audio, turn text into speech, generate "
-                                             "images and search your documents \u2014 all on your own computer."),
-                              "welcomeTagline", page);
-    tagline->setWordWrap(true);
-
-    auto* note = new QFrame(page);
-    note->setObjectName(QStringLiteral("releaseNote"));
-    auto* noteLayout = new QVBoxLayout(note);
-    noteLayout->setContentsMargins(20, 16, 20, 16);
-    auto* noteText = makeLabel(QStringLiteral("<b>An early release.</b> The engine's model support is being built "
-                                              "now. The chat, transcription, speech, image and document panes will "
-                                              "appear here as the engine learns to run each kind of model."),
-                               "releaseNoteText", note);
-    noteText->setWordWrap(true);
-    noteText->setTextFormat(Qt::RichText);
-    noteLayout->addWidget(noteText);
-
-    auto* card = new QFrame(page);
-    card->setObjectName(QStringLiteral("machineCard"));
-    auto* cardLayout = new QVBoxLayout(card);
-    cardLayout->setContentsMargins(20, 16, 20, 18);
-    cardLayout->setSpacing(12);
-    cardLayout->addWidget(makeLabel(QStringLiteral("This computer"), "machineTitle", card));
-    auto* grid = new QGridLayout;
-    grid->setHorizontalSpacing(24);
-    grid->setVerticalSpacing(8);
-    grid->setColumnStretch(1, 1);
-    const struct {
-        const char* key;
-        QString value;
-        const char* name;
-    } rows[] = {
-        {"Processor", cpuName(info), "machineCpu"},
-        {"Cores", coresText(info), "machineCores"},
-        {"Instruction sets", featuresText(info), "machineFeatures"},
-        {"Memory", QStringLiteral("%1 total, %2 available")
-                       .arg(qs(oxinfer::format_bytes(info.total_ram_bytes)),
-                            qs(oxinfer::format_bytes(info.available_ram_bytes))),
-         "machineMemory"},
-    };
-    int row = 0;
-    for (const auto& r : rows) {
-        auto* key = new QLabel(QLatin1String(r.key), card);
-        key->setProperty("role", QStringLiteral("key"));
-        auto* value = makeLabel(r.value, r.name, card);
-        value->setProperty("role", QStringLiteral("value"));
-        value->setWordWrap(true);
-        value->setTextInteractionFlags(Qt::TextSelectableByMouse);
-        grid->addWidget(key, row, 0, Qt::AlignTop);
-        grid->addWidget(value, row, 1, Qt::AlignTop);
-        ++row;
-    }
-    cardLayout->addLayout(grid);
-
-    auto* version = makeLabel(QStringLiteral("Version %1").arg(QLatin1String(OXINFER_VERSION)), "versionLabel", page);
-
-    column->addStretch(2);
-    column->addLayout(header);
-    column->addSpacing(18);
-    column->addWidget(tagline);
-    column->addSpacing(28);
-    column->addWidget(note);
-    column->addSpacing(20);
-    column->addWidget(card);
-    column->addSpacing(20);
-    column->addWidget(version);
-    column->addStretch(3);
-
-    // A readable measure for the column (about 80 characters of the tagline); narrower windows scroll.
-    const int measure = 720;
-    for (int i = 0; i < column->count(); ++i)
-        if (QWidget* w = column->itemAt(i)->widget()) w->setFixedWidth(measure);
-    return scroll;
+QWidget* MainWindow::createComingSoonPane(const QString& name, const QString& title, const QString& what) {
+    auto* pane = new QWidget(panes_);
+    pane->setObjectName(name + QStringLiteral("Pane"));
+    auto* layout = new QVBoxLayout(pane);
+    layout->setContentsMargins(48, 40, 48, 40);
+    auto* heading = new QLabel(title, pane);
+    heading->setObjectName(QStringLiteral("comingTitle"));
+    auto* text = new QLabel(what, pane);
+    text->setObjectName(QStringLiteral("comingText"));
+    text->setWordWrap(true);
+    auto* note = new QLabel(QStringLiteral("Not built yet: this pane arrives when the engine runs these models. Nothing here works "
+                                           "today; Chat and Models do."),
+                            pane);
+    note->setObjectName(QStringLiteral("comingNote"));
+    note->setWordWrap(true);
+    for (QLabel* label : {heading, text, note}) label->setMaximumWidth(720);
+    layout->addStretch(1);
+    layout->addWidget(heading);
+    layout->addSpacing(12);
+    layout->addWidget(text);
+    layout->addSpacing(16);
+    layout->addWidget(note);
+    layout->addStretch(2);
+    return pane;
 }
 
 QIcon MainWindow::appIcon() {

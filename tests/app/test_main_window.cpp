@@ -1,4 +1,4 @@
-// The main window: title, the status bar's platform line, the welcome page, rendering, and the
+// The main window: title, the status bar's platform line, the pane sidebar, rendering, and the
 // real oxinfer-studio binary's --screenshot option.
 
 #include "ui/main_window.h"
@@ -11,6 +11,7 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QLabel>
+#include <QListWidget>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QSet>
@@ -49,10 +50,15 @@ class TestMainWindow : public QObject {
 private Q_SLOTS:
     void title();
     void platformLabelShowsTheMachine();
-    void welcomePageIsTheCentralWidget();
+    void initTestCase();
+    void sidebarListsEveryPane();
+    void screenshotOfAPane();
     void grabRendersTheWindow();
     void screenshotOptionWritesPng();
     void screenshotToUnwritablePathFails();
+
+private:
+    QTemporaryDir root_;
 };
 
 void TestMainWindow::title() {
@@ -79,16 +85,47 @@ void TestMainWindow::platformLabelShowsTheMachine() {
     if (info.cpu_name != "unknown") QVERIFY2(text.contains(QString::fromStdString(info.cpu_name).simplified()), qPrintable(text));
 }
 
-void TestMainWindow::welcomePageIsTheCentralWidget() {
+void TestMainWindow::initTestCase() {
+    // Chats, settings and models of this test only.
+    QVERIFY(root_.isValid());
+    qputenv("OXINFER_STUDIO_DATA_DIR", root_.filePath(QStringLiteral("data")).toUtf8());
+    qputenv("OXINFER_MODEL_PATH", root_.filePath(QStringLiteral("models")).toUtf8());
+    qputenv("HF_HUB_CACHE", root_.filePath(QStringLiteral("no-cache")).toUtf8());
+    qputenv("XDG_CONFIG_HOME", root_.filePath(QStringLiteral("config")).toUtf8());
+}
+
+void TestMainWindow::sidebarListsEveryPane() {
     MainWindow window;
-    auto* page = window.findChild<QWidget*>(QStringLiteral("welcomePage"));
-    QVERIFY(page != nullptr);
-    QVERIFY(window.centralWidget()->isAncestorOf(page));
-    auto* title = page->findChild<QLabel*>(QStringLiteral("welcomeTitle"));
-    QVERIFY(title != nullptr);
-    QCOMPARE(title->text(), QStringLiteral("Oxinfer Studio"));
-    QVERIFY(page->findChild<QLabel*>(QStringLiteral("welcomeTagline")) != nullptr);
-    QVERIFY(page->findChild<QWidget*>(QStringLiteral("releaseNote")) != nullptr);
+    auto* navigation = window.findChild<QListWidget*>(QStringLiteral("navigation"));
+    QVERIFY(navigation != nullptr);
+    QCOMPARE(navigation->count(), 7);
+    QStringList labels;
+    for (int i = 0; i < navigation->count(); ++i) labels << navigation->item(i)->text();
+    QCOMPARE(labels, (QStringList{"Chat", "Transcribe", "Speak", "Imagine", "Search", "Models", "Settings"}));
+    QCOMPARE(window.currentPane(), QStringLiteral("chat"));
+    navigation->setCurrentRow(5);
+    QCOMPARE(window.currentPane(), QStringLiteral("models"));
+    QVERIFY(window.showPane(QStringLiteral("settings")));
+    QCOMPARE(navigation->currentRow(), 6);
+}
+
+void TestMainWindow::screenshotOfAPane() {
+    const QString studio = studioPath();
+    QVERIFY(!studio.isEmpty());
+    const QString file = root_.filePath(QStringLiteral("models.png"));
+    QProcess process;
+    process.setProcessEnvironment(offscreenEnvironment());
+    process.start(studio, {QStringLiteral("--screenshot"), file, QStringLiteral("--pane"), QStringLiteral("models")});
+    QVERIFY(process.waitForFinished(60000));
+    QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+    QImage image;
+    QVERIFY(image.load(file, "PNG"));
+    QCOMPARE(image.size(), MainWindow::defaultSize());
+
+    process.start(studio, {QStringLiteral("--screenshot"), file, QStringLiteral("--pane"), QStringLiteral("nowhere")});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 2);
+    QVERIFY(QString::fromLocal8Bit(process.readAllStandardError()).contains(QStringLiteral("unknown pane 'nowhere'")));
 }
 
 void TestMainWindow::grabRendersTheWindow() {

@@ -1,0 +1,68 @@
+// How a message is split for display (reasoning, prose, fenced code) and shown in a card.
+
+#include "ui/message_view.h"
+
+#include <QLabel>
+#include <QToolButton>
+#include <QtTest>
+
+using studio::MessageParts;
+
+class TestMessageView : public QObject {
+    Q_OBJECT
+
+private slots:
+    void reasoningIsSeparated() {
+        const auto parts = MessageParts::parse(QStringLiteral("<think>\nweigh it\n</think>\n\nThe answer."));
+        QCOMPARE(parts.reasoning, QStringLiteral("weigh it"));
+        QVERIFY(!parts.reasoningOpen);
+        QCOMPARE(parts.segments.size(), 1);
+        QCOMPARE(parts.segments[0].text, QStringLiteral("The answer."));
+        // A template that opens the block in the prompt: the reply only closes it.
+        QCOMPARE(MessageParts::parse(QStringLiteral("hmm</think>ok")).reasoning, QStringLiteral("hmm"));
+        // Still thinking: all of it is reasoning.
+        const auto open = MessageParts::parse(QStringLiteral("<think>step one"));
+        QVERIFY(open.reasoningOpen);
+        QCOMPARE(open.reasoning, QStringLiteral("step one"));
+        QVERIFY(open.segments.isEmpty());
+    }
+
+    void codeBlocksAreSegments() {
+        const auto parts = MessageParts::parse(QStringLiteral("Try:\n```python\nprint(1)\nprint(2)\n```\nthen `x`.\n~~~\nraw\n~~~"));
+        QCOMPARE(parts.segments.size(), 4);
+        QVERIFY(!parts.segments[0].code);
+        QVERIFY(parts.segments[1].code);
+        QCOMPARE(parts.segments[1].language, QStringLiteral("python"));
+        QCOMPARE(parts.segments[1].text, QStringLiteral("print(1)\nprint(2)"));
+        QCOMPARE(parts.segments[2].text, QStringLiteral("then `x`."));
+        QCOMPARE(parts.segments[3].text, QStringLiteral("raw"));
+        // While streaming, an unclosed fence runs to the end.
+        const auto streaming = MessageParts::parse(QStringLiteral("```cpp\nint x"));
+        QCOMPARE(streaming.segments.size(), 1);
+        QCOMPARE(streaming.segments[0].text, QStringLiteral("int x"));
+    }
+
+    void cardShowsReasoningCollapsedAndCodeWithCopy() {
+        studio::ChatMessage message;
+        message.id = 7;
+        message.role = QStringLiteral("assistant");
+        message.content = QStringLiteral("<think>secret plan</think>Here:\n```sh\nls\n```");
+        studio::MessageCard card(message, 0, 1);
+        auto* reasoning = card.findChild<QLabel*>(QStringLiteral("reasoningText"));
+        QVERIFY(reasoning);
+        QVERIFY(reasoning->isHidden());
+        card.findChild<QToolButton*>(QStringLiteral("reasoningToggle"))->click();
+        QVERIFY(!reasoning->isHidden());
+        QVERIFY(card.findChild<QToolButton*>(QStringLiteral("copyCode")));
+        QCOMPARE(card.findChild<QLabel*>(QStringLiteral("codeText"))->text(), QStringLiteral("ls"));
+        QVERIFY(card.findChild<QToolButton*>(QStringLiteral("regenerateMessage")));
+        QVERIFY(!card.findChild<QToolButton*>(QStringLiteral("editMessage")));
+        QVERIFY(!card.findChild<QLabel*>(QStringLiteral("branchPosition")));  // no siblings, no arrows
+        // Streaming more text keeps the reasoning open.
+        card.setContent(message.content + QStringLiteral("\nDone."));
+        QVERIFY(!card.findChild<QLabel*>(QStringLiteral("reasoningText"))->isHidden());
+    }
+};
+
+QTEST_MAIN(TestMessageView)
+#include "test_message_view.moc"
