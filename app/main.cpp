@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
 
     studio::applyTheme(studio::AppSettings::theme());
     MainWindow window;
-    if (!window.showPane(parser.value(paneOption))) {
+    if (parser.isSet(paneOption) && !window.showPane(parser.value(paneOption))) {
         QTextStream(stderr) << "oxinfer-studio: error: unknown pane '" << parser.value(paneOption) << "' ("
                             << MainWindow::paneNames().join(QStringLiteral(", ")) << ")\n";
         return 2;

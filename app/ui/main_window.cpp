@@ -3,6 +3,7 @@
 #include "core/app_settings.h"
 #include "core/chat_store.h"
 #include "core/engine.h"
+#include "core/hub_client.h"
 #include "core/local_models_model.h"
 #include "ui/chat_pane.h"
 #include "ui/models_pane.h"
@@ -77,6 +78,8 @@ QString memoryText(const oxinfer::PlatformInfo& info) {
 
 // The app's look on top of the palette (so that light and dark themes both work).
 const char* const kStyle = R"(
+#sectionHeading { font-size: 12pt; font-weight: 600; }
+#recommendation { background: palette(base); border: 1px solid palette(midlight); border-radius: 8px; }
 #navigation { border: none; background: palette(window); font-size: 11pt; padding-top: 8px; }
 #navigation::item { padding: 9px 14px; border-radius: 6px; margin: 1px 8px; }
 #navigation::item:selected { background: palette(highlight); color: palette(highlighted-text); }
@@ -106,7 +109,9 @@ constexpr PaneInfo kPanes[] = {{"chat", "Chat"},       {"transcribe", "Transcrib
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
-    : QMainWindow(parent), store_(std::make_unique<studio::ChatStore>()), engine_(std::make_unique<studio::Engine>()) {
+    : QMainWindow(parent), store_(std::make_unique<studio::ChatStore>()),
+      engine_(std::make_unique<studio::Engine>()),
+      hub_(std::make_unique<studio::HubClient>()) {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(QStringLiteral("Oxinfer Studio"));
     setWindowIcon(appIcon());
@@ -136,7 +141,7 @@ MainWindow::MainWindow(QWidget* parent)
     setCentralWidget(central);
 
     chatPane_ = new studio::ChatPane(store_.get(), engine_.get(), models_, panes_);
-    modelsPane_ = new studio::ModelsPane(engine_.get(), models_, panes_);
+    modelsPane_ = new studio::ModelsPane(engine_.get(), models_, hub_.get(), panes_);
     auto* settings = new studio::SettingsPane(panes_);
     for (const PaneInfo& pane : kPanes) {
         const QString name = QLatin1String(pane.name);
@@ -167,7 +172,18 @@ MainWindow::MainWindow(QWidget* parent)
         item->setData(Qt::UserRole, name);
     }
     connect(navigation_, &QListWidget::currentRowChanged, panes_, &QStackedWidget::setCurrentIndex);
-    connect(chatPane_, &studio::ChatPane::modelsRequested, this, [this] { showPane(QStringLiteral("models")); });
+    connect(chatPane_, &studio::ChatPane::modelsRequested, this, [this] {
+        showPane(QStringLiteral("models"));
+        if (models_->rowCount() == 0) modelsPane_->showDownloads();
+    });
+    // First run: no model on this computer yet, so the window opens on the recommendations.
+    connect(models_, &studio::LocalModelsModel::scanFinished, this, [this] {
+        if (firstScan_ && models_->rowCount() == 0) {
+            showPane(QStringLiteral("models"));
+            modelsPane_->showDownloads();
+        }
+        firstScan_ = false;
+    });
     connect(settings, &studio::SettingsPane::loadSettingsChanged, models_, &studio::LocalModelsModel::refresh);
     navigation_->setCurrentRow(0);
 
@@ -201,6 +217,7 @@ QStringList MainWindow::paneNames() {
 bool MainWindow::showPane(const QString& name) {
     const int index = int(paneNames().indexOf(name));
     if (index < 0) return false;
+    firstScan_ = false;  // a pane chosen (by the user, --pane) is not overridden by the first-run page
     navigation_->setCurrentRow(index);
     return true;
 }

@@ -19,6 +19,7 @@ namespace studio {
 class ChatPane;
 class ChatStore;
 class Engine;
+class HubClient;
 class LocalModelsModel;
 class ModelsPane;
 }
@@ -49,16 +50,19 @@ public:
     studio::ChatPane* chatPane() const { return chatPane_; }
     studio::ModelsPane* modelsPane() const { return modelsPane_; }
     studio::LocalModelsModel* localModels() const { return models_; }
+    studio::HubClient* hubClient() const { return hub_.get(); }
 
 private:
     QWidget* createComingSoonPane(const QString& name, const QString& title, const QString& what);
 
     std::unique_ptr<studio::ChatStore> store_;
     std::unique_ptr<studio::Engine> engine_;
+    std::unique_ptr<studio::HubClient> hub_;
     studio::LocalModelsModel* models_ = nullptr;
     studio::ChatPane* chatPane_ = nullptr;
     studio::ModelsPane* modelsPane_ = nullptr;
     QListWidget* navigation_ = nullptr;
     QStackedWidget* panes_ = nullptr;
     QLabel* platformLabel_ = nullptr;
+    bool firstScan_ = true;
 };
