@@ -8,6 +8,12 @@
 #include <oxinfer/platform.h>
 
 #include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QMimeData>
+#include <QMimeDatabase>
+#include <QStringDecoder>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileDialog>
@@ -131,6 +137,16 @@ ChatPane::ChatPane(ChatStore* store, Engine* engine, LocalModelsModel* models, Q
         editBanner_->hide();
     });
     centerLayout->addWidget(editBanner_);
+    attachments_ = new QLabel(center);
+    attachments_->setObjectName(QStringLiteral("attachments"));
+    attachments_->setTextFormat(Qt::RichText);
+    attachments_->setWordWrap(true);
+    attachments_->hide();
+    connect(attachments_, &QLabel::linkActivated, this, [this] {
+        attached_.clear();
+        showAttachments();
+    });
+    centerLayout->addWidget(attachments_);
 
     auto* composerRow = new QWidget(center);
     composerRow->setObjectName(QStringLiteral("composerRow"));
@@ -198,8 +214,88 @@ ChatPane::ChatPane(ChatStore* store, Engine* engine, LocalModelsModel* models, Q
     connect(engine_, &Engine::generationUpdate, this, &ChatPane::onUpdate);
     connect(engine_, &Engine::generationFinished, this, &ChatPane::onFinished);
 
+    setAcceptDrops(true);
     openChat(0);
     updateModelRow();
+}
+
+void ChatPane::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void ChatPane::dropEvent(QDropEvent* event) {
+    attachFiles(event->mimeData()->urls());
+    event->acceptProposedAction();
+}
+
+void ChatPane::attachFiles(const QList<QUrl>& files) {
+    QStringList problems;
+    const QMimeDatabase mimes;
+    for (const QUrl& url : files) {
+        const QFileInfo info(url.toLocalFile());
+        if (!url.isLocalFile() || !info.isFile()) {
+            problems << QStringLiteral("%1 is not a file on this computer.").arg(url.toDisplayString().toHtmlEscaped());
+            continue;
+        }
+        const QString type = mimes.mimeTypeForFile(info).name();
+        if (type.startsWith(QLatin1String("image/")) || type.startsWith(QLatin1String("audio/")) || type.startsWith(QLatin1String("video/"))) {
+            const QString kind = type.left(type.indexOf(QLatin1Char('/')));
+            problems << QStringLiteral("%1: this model cannot read %2 yet. Image, audio and video input arrives with the vision "
+                                       "and audio models; text files can be attached now.")
+                            .arg(info.fileName().toHtmlEscaped(), kind == QLatin1String("image") ? QStringLiteral("images") : kind);
+            continue;
+        }
+        if (info.size() > kMaxAttachmentBytes) {
+            problems << QStringLiteral("%1 is too large to attach (%2; at most %3).")
+                            .arg(info.fileName().toHtmlEscaped(), QString::fromStdString(oxinfer::format_bytes(uint64_t(info.size()))),
+                                 QString::fromStdString(oxinfer::format_bytes(uint64_t(kMaxAttachmentBytes))));
+            continue;
+        }
+        QFile file(info.filePath());
+        if (!file.open(QIODevice::ReadOnly)) {
+            problems << QStringLiteral("%1 cannot be read: %2").arg(info.fileName().toHtmlEscaped(), file.errorString().toHtmlEscaped());
+            continue;
+        }
+        const QByteArray bytes = file.readAll();
+        QStringDecoder utf8(QStringDecoder::Utf8);
+        const QString text = utf8.decode(bytes);
+        if (utf8.hasError() || bytes.contains('\0')) {
+            problems << QStringLiteral("%1 is not a text file: only text can be attached for now.").arg(info.fileName().toHtmlEscaped());
+            continue;
+        }
+        attached_.append({info.fileName(), text.endsWith(QLatin1Char('\n')) ? text.chopped(1) : text});
+    }
+    showAttachments();
+    if (!problems.isEmpty()) {
+        banner_->setText(problems.join(QStringLiteral("<br>")));
+        banner_->show();
+    }
+}
+
+QStringList ChatPane::attachmentNames() const {
+    QStringList names;
+    for (const Attachment& a : attached_) names << a.name;
+    return names;
+}
+
+void ChatPane::showAttachments() {
+    QStringList names;
+    for (const Attachment& a : attached_) names << QStringLiteral("<b>%1</b>").arg(a.name.toHtmlEscaped());
+    attachments_->setText(QStringLiteral("Attached to the next message: %1 &nbsp; <a href=\"clear\">Remove</a>").arg(names.join(QStringLiteral(", "))));
+    attachments_->setVisible(!attached_.isEmpty());
+    updateComposer();
+}
+
+// The files go before the message, each in a fence named after it (the chat shows them as code
+// blocks with the file name).
+QString ChatPane::withAttachments(const QString& text) const {
+    QString content;
+    for (const Attachment& a : attached_) {
+        QString fence = QStringLiteral("```");
+        while (a.text.contains(fence)) fence += QLatin1Char('`');
+        content += QStringLiteral("%1%2\n%3\n%1\n\n").arg(fence, a.name, a.text);
+    }
+    return content + text;
 }
 
 QWidget* ChatPane::createSidebar() {
@@ -386,30 +482,31 @@ void ChatPane::updateComposer() {
     const bool busy = generating();
     sendButton_->setText(busy ? QStringLiteral("Stop") : QStringLiteral("Send"));
     sendButton_->setEnabled(busy || (engine_->hasModel() && engine_->state() == Engine::State::Idle &&
-                                     !composer_->toPlainText().trimmed().isEmpty()));
+                                     (!composer_->toPlainText().trimmed().isEmpty() || !attached_.isEmpty())));
     sendButton_->setToolTip(engine_->hasModel() ? QString() : QStringLiteral("Load a model first"));
 }
 
 void ChatPane::sendMessage(const QString& text) {
-    if (text.trimmed().isEmpty() || generating() || !engine_->hasModel()) return;
+    if ((text.trimmed().isEmpty() && attached_.isEmpty()) || generating() || !engine_->hasModel()) return;
+    const QString title = chatTitleFrom(text.trimmed().isEmpty() ? attached_.first().name : text);
     qint64 parent = 0;
     if (chatId_ == 0) {
         QJsonObject settings = AppSettings::defaultSampling().toJson();
         settings.insert("thinking", -1);
-        chatId_ = store_->createChat(chatTitleFrom(text), systemPrompt_->toPlainText(), settings);
+        chatId_ = store_->createChat(title, systemPrompt_->toPlainText(), settings);
         if (!chatId_) {
             QMessageBox::warning(this, QStringLiteral("Chat"), QStringLiteral("The chat could not be saved: %1").arg(store_->lastError()));
             return;
         }
         saveChatSettings();
         chatList_->refresh();
-        title_->setText(chatTitleFrom(text));
+        title_->setText(title);
     } else if (editing_) {
         parent = store_->message(editing_).value_or(ChatMessage()).parentId;
     } else {
         parent = store_->chat(chatId_).value_or(ChatInfo()).currentLeaf;
     }
-    const qint64 userId = store_->addMessage(chatId_, parent, QStringLiteral("user"), text);
+    const qint64 userId = store_->addMessage(chatId_, parent, QStringLiteral("user"), withAttachments(text));
     if (!userId) {
         QMessageBox::warning(this, QStringLiteral("Chat"), QStringLiteral("The message could not be saved: %1").arg(store_->lastError()));
         return;
@@ -417,6 +514,8 @@ void ChatPane::sendMessage(const QString& text) {
     editing_ = 0;
     editBanner_->hide();
     composer_->clear();
+    attached_.clear();
+    showAttachments();
     startReply(userId);
 }
 

@@ -8,6 +8,8 @@
 #include "core/engine.h"
 
 #include <QElapsedTimer>
+#include <QList>
+#include <QUrl>
 #include <QWidget>
 
 class QComboBox;
@@ -43,6 +45,16 @@ public:
 
     bool exportChat(qint64 chatId, const QString& file);  // .md: Markdown, else JSON
 
+    // Files dropped onto the chat: text files attach as context to the next message (shown above
+    // the composer); images, audio and video get a clear message until the models can read them.
+    void attachFiles(const QList<QUrl>& files);
+    QStringList attachmentNames() const;
+    static constexpr qint64 kMaxAttachmentBytes = 512 * 1024;
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
 signals:
     void modelsRequested();  // "choose a model" leads to the Models pane
 
@@ -60,6 +72,8 @@ private:
     void showContextUse(qint64 used, qint64 length, double tokensPerSecond);
     void renameChat(qint64 chatId);
     void deleteChat(qint64 chatId);
+    void showAttachments();
+    QString withAttachments(const QString& text) const;
 
     ChatStore* store_;
     Engine* engine_;
@@ -76,6 +90,7 @@ private:
     MessageView* messages_ = nullptr;
     QLabel* banner_ = nullptr;
     QLabel* editBanner_ = nullptr;
+    QLabel* attachments_ = nullptr;
     QPlainTextEdit* composer_ = nullptr;
     QPushButton* sendButton_ = nullptr;
     QLabel* stats_ = nullptr;
@@ -90,6 +105,11 @@ private:
     QComboBox* thinking_ = nullptr;
     bool loadingSettings_ = false;
 
+    struct Attachment {
+        QString name;
+        QString text;
+    };
+    QList<Attachment> attached_;
     qint64 editing_ = 0;           // the user message being edited
     quint64 request_ = 0;          // the engine request being streamed
     qint64 streamingMessage_ = 0;  // the assistant message it fills

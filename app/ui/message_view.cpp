@@ -37,7 +37,7 @@ MessageParts MessageParts::parse(const QString& content) {
     answer = answer.trimmed();
 
     // Fenced code blocks (``` or ~~~, optional language); an unclosed fence runs to the end.
-    static const QRegularExpression fence(QStringLiteral("^(```|~~~)[ \\t]*([^\\s`]*)[^\\n]*$"), QRegularExpression::MultilineOption);
+    static const QRegularExpression fence(QStringLiteral("^(`{3,}|~{3,})[ \\t]*([^\\s`]*)[^\\n]*$"), QRegularExpression::MultilineOption);
     qsizetype position = 0;
     while (position < answer.size()) {
         const QRegularExpressionMatch start = fence.match(answer, position);

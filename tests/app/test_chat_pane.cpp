@@ -18,6 +18,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
+#include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
@@ -245,6 +246,35 @@ private slots:
         QFile js(json);
         QVERIFY(js.open(QIODevice::ReadOnly));
         QCOMPARE(QJsonDocument::fromJson(js.readAll()).object().value("messages").toArray().size(), 5);
+    }
+
+    void droppedTextFilesAttachAndMediaIsExplained() {
+        MainWindow window;
+        QVERIFY(waitForScan(window));
+        QVERIFY(loadModel(window));
+        ChatPane* pane = window.chatPane();
+        const QString notes = root_.filePath(QStringLiteral("notes.txt")), picture = root_.filePath(QStringLiteral("cat.png"));
+        QFile text(notes);
+        QVERIFY(text.open(QIODevice::WriteOnly));
+        text.write("The meeting is on Tuesday.\n");
+        text.close();
+        QImage(4, 4, QImage::Format_RGB32).save(picture, "PNG");
+        pane->attachFiles({QUrl::fromLocalFile(notes), QUrl::fromLocalFile(picture)});
+        QCOMPARE(pane->attachmentNames(), QStringList{QStringLiteral("notes.txt")});
+        auto* banner = pane->findChild<QLabel*>(QStringLiteral("chatBanner"));
+        QVERIFY(banner->isVisibleTo(pane));
+        QVERIFY2(banner->text().contains(QStringLiteral("cannot read images yet")), qPrintable(banner->text()));
+
+        QSignalSpy finished(window.engine(), &Engine::generationFinished);
+        setMaxTokens(window, 3);
+        send(window, QStringLiteral("When is the meeting?"));
+        QVERIFY(finished.wait(30000));
+        const auto branch = window.chatStore()->path(window.chatStore()->chat(pane->currentChat())->currentLeaf);
+        QCOMPARE(branch.first().content, QStringLiteral("```notes.txt\nThe meeting is on Tuesday.\n```\n\nWhen is the meeting?"));
+        QVERIFY(pane->attachmentNames().isEmpty());  // used by that message
+        // Shown as a block named after the file.
+        const QList<MessageCard*> cards = pane->messageView()->cards();
+        QCOMPARE(cards.first()->findChild<QLabel*>(QStringLiteral("codeLanguage"))->text(), QStringLiteral("notes.txt"));
     }
 
     void otherPanesSayTheyAreComing() {

@@ -36,6 +36,12 @@ private slots:
         QCOMPARE(parts.segments[1].text, QStringLiteral("print(1)\nprint(2)"));
         QCOMPARE(parts.segments[2].text, QStringLiteral("then `x`."));
         QCOMPARE(parts.segments[3].text, QStringLiteral("raw"));
+        // A longer fence holds a shorter one (an attached file that contains a code block).
+        const auto nested = MessageParts::parse(QStringLiteral("````notes.md\nsee:\n```\nx\n```\n````\nWhat is x?"));
+        QCOMPARE(nested.segments.size(), 2);
+        QCOMPARE(nested.segments[0].language, QStringLiteral("notes.md"));
+        QCOMPARE(nested.segments[0].text, QStringLiteral("see:\n```\nx\n```"));
+        QCOMPARE(nested.segments[1].text, QStringLiteral("What is x?"));
         // While streaming, an unclosed fence runs to the end.
         const auto streaming = MessageParts::parse(QStringLiteral("```cpp\nint x"));
         QCOMPARE(streaming.segments.size(), 1);
