@@ -5,7 +5,9 @@
 #include "ui/main_window.h"
 #include "ui/settings_pane.h"
 
+#include "core/engine.h"
 #include "core/local_models_model.h"
+#include "ui/chat_pane.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -26,7 +28,9 @@ int screenshot(MainWindow& window, const QString& file) {
     // The model list is scanned in the background: wait for it (headers only: seconds at most).
     QElapsedTimer scan;
     scan.start();
-    while (window.localModels()->scanning() && scan.elapsed() < 20000) QApplication::processEvents(QEventLoop::AllEvents, 50);
+    // So is a model given with --model.
+    while ((window.localModels()->scanning() || window.engine()->state() == studio::Engine::State::Loading) && scan.elapsed() < 60000)
+        QApplication::processEvents(QEventLoop::AllEvents, 50);
     QApplication::processEvents();
     QApplication::processEvents();
     const QImage image = window.grab().toImage();
@@ -62,6 +66,12 @@ int main(int argc, char** argv) {
                                         QStringLiteral("The pane to open: %1.").arg(MainWindow::paneNames().join(QStringLiteral(", "))),
                                         QStringLiteral("NAME"), QStringLiteral("chat"));
     parser.addOption(paneOption);
+    const QCommandLineOption modelOption(QStringLiteral("model"), QStringLiteral("Load MODEL (a folder, .gguf file or repo id) at start."),
+                                         QStringLiteral("MODEL"));
+    parser.addOption(modelOption);
+    const QCommandLineOption importOption(QStringLiteral("import-chat"), QStringLiteral("Add the chat exported as JSON in FILE and open it."),
+                                          QStringLiteral("FILE"));
+    parser.addOption(importOption);
     parser.process(app);  // handles --help and --version, and exits on unknown options
 
     studio::applyTheme(studio::AppSettings::theme());
@@ -71,6 +81,14 @@ int main(int argc, char** argv) {
                             << MainWindow::paneNames().join(QStringLiteral(", ")) << ")\n";
         return 2;
     }
+    for (const QString& file : parser.values(importOption)) {
+        QString error;
+        if (!window.chatPane()->importChat(file, &error)) {
+            QTextStream(stderr) << "oxinfer-studio: error: " << error << "\n";
+            return 1;
+        }
+    }
+    if (parser.isSet(modelOption)) window.engine()->loadModel(parser.value(modelOption), studio::AppSettings::loadSettings());
     if (parser.isSet(screenshotOption)) return screenshot(window, parser.value(screenshotOption));
 
     window.show();

@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
@@ -13,6 +14,7 @@
 #include <QSqlQuery>
 #include <QVariant>
 
+#include <algorithm>
 #include <atomic>
 
 namespace studio {
@@ -340,18 +342,8 @@ qint64 ChatStore::addMessage(qint64 chatId, qint64 parentId, const QString& role
         } else if (!chatExists(chatId)) {
             return false;
         }
-        auto query = prepare(QStringLiteral("INSERT INTO messages (chat_id, parent_id, role, content, created, meta)"
-                                            " VALUES (:chat, :parent, :role, :content, :created, :meta)"));
-        if (!query) return false;
-        query->bindValue(QStringLiteral(":chat"), chatId);
-        query->bindValue(QStringLiteral(":parent"), idOrNull(parentId));
-        query->bindValue(QStringLiteral(":role"), role);
-        query->bindValue(QStringLiteral(":content"), notNull(content));
-        query->bindValue(QStringLiteral(":created"), nowMs());
-        query->bindValue(QStringLiteral(":meta"), jsonText(meta));
-        if (!run(*query, QStringLiteral("cannot add a message to chat %1").arg(chatId))) return false;
-        const qint64 added = query->lastInsertId().toLongLong();
-        if (!updateChat(chatId, QStringLiteral("current_leaf"), added)) return false;
+        const qint64 added = insertMessage(chatId, parentId, role, content, nowMs(), meta);
+        if (!added || !updateChat(chatId, QStringLiteral("current_leaf"), added)) return false;
         id = added;
         return true;
     });
@@ -481,6 +473,88 @@ QJsonObject ChatStore::exportJson(qint64 chatId) const {
         {QStringLiteral("currentLeaf"), info->currentLeaf},
         {QStringLiteral("messages"), messages},
     };
+}
+
+qint64 ChatStore::insertMessage(qint64 chatId, qint64 parentId, const QString& role, const QString& content, qint64 createdMs,
+                                const QJsonObject& meta) {
+    auto query = prepare(QStringLiteral("INSERT INTO messages (chat_id, parent_id, role, content, created, meta)"
+                                        " VALUES (:chat, :parent, :role, :content, :created, :meta)"));
+    if (!query) return 0;
+    query->bindValue(QStringLiteral(":chat"), chatId);
+    query->bindValue(QStringLiteral(":parent"), idOrNull(parentId));
+    query->bindValue(QStringLiteral(":role"), role);
+    query->bindValue(QStringLiteral(":content"), notNull(content));
+    query->bindValue(QStringLiteral(":created"), createdMs);
+    query->bindValue(QStringLiteral(":meta"), jsonText(meta));
+    if (!run(*query, QStringLiteral("cannot add a message to chat %1").arg(chatId))) return 0;
+    return query->lastInsertId().toLongLong();
+}
+
+qint64 ChatStore::importJson(const QJsonObject& chat) {
+    if (chat.value(QStringLiteral("format")).toString() != QLatin1String("oxinfer-chat")) {
+        fail(QStringLiteral("not an exported chat (\"format\" is not \"oxinfer-chat\")"));
+        return 0;
+    }
+    if (chat.value(QStringLiteral("version")).toInt() > kExportFormatVersion) {
+        fail(QStringLiteral("the chat was exported by a newer version (format %1; this one reads %2)")
+                 .arg(chat.value(QStringLiteral("version")).toInt())
+                 .arg(kExportFormatVersion));
+        return 0;
+    }
+    const QJsonArray messages = chat.value(QStringLiteral("messages")).toArray();
+    const qint64 now = nowMs();
+    const auto timeOf = [now](const QJsonValue& value) {
+        const QDateTime time = QDateTime::fromString(value.toString(), Qt::ISODateWithMs);
+        return time.isValid() ? time.toMSecsSinceEpoch() : now;
+    };
+    qint64 id = 0;
+    inTransaction([&] {
+        auto query = prepare(QStringLiteral("INSERT INTO chats (title, created, updated, system_prompt, settings)"
+                                            " VALUES (:title, :created, %1, :prompt, :settings)")
+                                 .arg(kNextUpdated));
+        if (!query) return false;
+        query->bindValue(QStringLiteral(":title"), notNull(chat.value(QStringLiteral("title")).toString(QStringLiteral("Imported chat"))));
+        query->bindValue(QStringLiteral(":created"), timeOf(chat.value(QStringLiteral("created"))));
+        query->bindValue(QStringLiteral(":now"), now);
+        query->bindValue(QStringLiteral(":prompt"), notNull(chat.value(QStringLiteral("systemPrompt")).toString()));
+        query->bindValue(QStringLiteral(":settings"), jsonText(chat.value(QStringLiteral("settings")).toObject()));
+        if (!run(*query, QStringLiteral("cannot create a chat"))) return false;
+        const qint64 chatId = query->lastInsertId().toLongLong();
+        // Parents before children, whatever the order in the file; ids in the file are the file's own.
+        QHash<qint64, qint64> newIds;
+        QList<QJsonObject> pending;
+        for (const QJsonValue& value : messages) pending.append(value.toObject());
+        // Siblings keep the order of their ids (creation order where the file came from).
+        std::stable_sort(pending.begin(), pending.end(), [](const QJsonObject& a, const QJsonObject& b) {
+            return a.value(QStringLiteral("id")).toInteger() < b.value(QStringLiteral("id")).toInteger();
+        });
+        while (!pending.isEmpty()) {
+            QList<QJsonObject> waiting;
+            for (const QJsonObject& m : pending) {
+                const QJsonValue parent = m.value(QStringLiteral("parent"));
+                if (!parent.isNull() && !newIds.contains(parent.toInteger())) {
+                    waiting.append(m);
+                    continue;
+                }
+                const QString role = m.value(QStringLiteral("role")).toString();
+                if (!isKnownRole(role)) return fail(QStringLiteral("message %1 has an unknown role \"%2\"").arg(m.value(QStringLiteral("id")).toInteger()).arg(role));
+                const qint64 added = insertMessage(chatId, parent.isNull() ? 0 : newIds.value(parent.toInteger()), role,
+                                                   m.value(QStringLiteral("content")).toString(), timeOf(m.value(QStringLiteral("created"))),
+                                                   m.value(QStringLiteral("meta")).toObject());
+                if (!added) return false;
+                newIds.insert(m.value(QStringLiteral("id")).toInteger(), added);
+            }
+            if (waiting.size() == pending.size())
+                return fail(QStringLiteral("message %1 names a parent that is not in the file").arg(waiting.first().value(QStringLiteral("id")).toInteger()));
+            pending = waiting;
+        }
+        if (newIds.size() != messages.size()) return fail(QStringLiteral("two messages have the same id"));
+        const qint64 leaf = newIds.value(chat.value(QStringLiteral("currentLeaf")).toInteger(), 0);
+        if (leaf && !updateChat(chatId, QStringLiteral("current_leaf"), leaf)) return false;
+        id = chatId;
+        return true;
+    });
+    return id;
 }
 
 bool ChatStore::inTransaction(const std::function<bool()>& change) {

@@ -96,8 +96,14 @@ public:
     // "systemPrompt", "settings", "currentLeaf", "messages": [{"id", "parent" (null for a root),
     // "role", "content", "created", "meta"}, ...]}, times as ISO 8601 UTC; {} when there is no such chat.
     QJsonObject exportJson(qint64 chatId) const;
+    // A chat that exportJson wrote (here or on another computer), as a new chat with the whole
+    // tree; returns its id, or 0 with lastError() saying what is wrong with the file's content.
+    qint64 importJson(const QJsonObject& chat);
 
 private:
+    // Inserts one message, inside a transaction the caller holds.
+    qint64 insertMessage(qint64 chatId, qint64 parentId, const QString& role, const QString& content, qint64 createdMs,
+                         const QJsonObject& meta);
     bool openFile(const QString& path);
     bool checkOwnership(int version);
     bool migrate(int fromVersion);

@@ -215,7 +215,7 @@ ChatPane::ChatPane(ChatStore* store, Engine* engine, LocalModelsModel* models, Q
     connect(engine_, &Engine::generationFinished, this, &ChatPane::onFinished);
 
     setAcceptDrops(true);
-    openChat(0);
+    openChat(chatList_->rowCount() > 0 ? chatList_->idAt(0) : 0);  // where the user left off
     updateModelRow();
 }
 
@@ -306,7 +306,18 @@ QWidget* ChatPane::createSidebar() {
     auto* newChat = new QPushButton(QStringLiteral("New chat"), sidebar);
     newChat->setObjectName(QStringLiteral("newChat"));
     connect(newChat, &QPushButton::clicked, this, [this] { openChat(0); });
-    layout->addWidget(newChat);
+    auto* importButton = new QPushButton(QStringLiteral("Import\u2026"), sidebar);
+    importButton->setObjectName(QStringLiteral("importChat"));
+    importButton->setToolTip(QStringLiteral("Add a chat exported as JSON"));
+    connect(importButton, &QPushButton::clicked, this, [this] {
+        const QString file = QFileDialog::getOpenFileName(this, QStringLiteral("Import a chat"), QString(), QStringLiteral("Chats (*.json)"));
+        QString error;
+        if (!file.isEmpty() && !importChat(file, &error)) QMessageBox::warning(this, QStringLiteral("Import a chat"), error);
+    });
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(newChat, 1);
+    buttons->addWidget(importButton);
+    layout->addLayout(buttons);
     search_ = new QLineEdit(sidebar);
     search_->setObjectName(QStringLiteral("chatSearch"));
     search_->setPlaceholderText(QStringLiteral("Search chats"));
@@ -644,6 +655,25 @@ void ChatPane::deleteChat(qint64 chatId) {
     if (chatId == chatId_) openChat(0);
     store_->deleteChat(chatId);
     chatList_->refresh();
+}
+
+qint64 ChatPane::importChat(const QString& file, QString* error) {
+    QFile in(file);
+    QJsonParseError parse{};
+    const QJsonDocument document = in.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(in.readAll(), &parse) : QJsonDocument();
+    qint64 id = 0;
+    if (!in.isOpen()) {
+        if (error) *error = QStringLiteral("%1: %2").arg(file, in.errorString());
+    } else if (!document.isObject()) {
+        if (error) *error = QStringLiteral("%1: not a JSON object (%2)").arg(file, parse.errorString());
+    } else if (!(id = store_->importJson(document.object()))) {
+        if (error) *error = QStringLiteral("%1: %2").arg(file, store_->lastError());
+    }
+    if (id) {
+        chatList_->refresh();
+        openChat(id);
+    }
+    return id;
 }
 
 bool ChatPane::exportChat(qint64 chatId, const QString& file) {

@@ -44,6 +44,8 @@ public:
     ChatListModel* chatList() const { return chatList_; }
 
     bool exportChat(qint64 chatId, const QString& file);  // .md: Markdown, else JSON
+    // A chat exported as JSON (here or elsewhere), added and opened; 0 and *error otherwise.
+    qint64 importChat(const QString& file, QString* error = nullptr);
 
     // Files dropped onto the chat: text files attach as context to the next message (shown above
     // the composer); images, audio and video get a clear message until the models can read them.

@@ -253,6 +253,8 @@ private slots:
         QVERIFY(waitForScan(window));
         QVERIFY(loadModel(window));
         ChatPane* pane = window.chatPane();
+        QVERIFY(pane->currentChat() != 0);  // the window reopens the last chat
+        pane->openChat(0);
         const QString notes = root_.filePath(QStringLiteral("notes.txt")), picture = root_.filePath(QStringLiteral("cat.png"));
         QFile text(notes);
         QVERIFY(text.open(QIODevice::WriteOnly));

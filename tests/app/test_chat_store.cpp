@@ -132,6 +132,8 @@ private slots:
     void invalidChangesAreRefused();
     void exportMarkdownShowsCurrentBranch();
     void exportJsonHoldsWholeTree();
+    void importJsonRebuildsTheTree();
+    void importJsonRefusesBrokenFiles();
     void userVersionIsSchemaVersion();
     void newerSchemaIsRefused();
     void garbageFileIsRefused();
@@ -422,6 +424,69 @@ void TestChatStore::exportJsonHoldsWholeTree() {
     }
     QCOMPARE(messages.at(1).toObject().value(QStringLiteral("content")).toString(), QStringLiteral("A1"));
     QCOMPARE(messages.at(1).toObject().value(QStringLiteral("meta")).toObject().value(QStringLiteral("tokens")).toInt(), 1);
+}
+
+void TestChatStore::importJsonRebuildsTheTree() {
+    QTemporaryDir dir;
+    ChatStore store;
+    QVERIFY(store.open(dir.filePath(QStringLiteral("chats.db"))));
+    const qint64 chatId = store.createChat(QStringLiteral("Trip"), QStringLiteral("Be brief."), {{QStringLiteral("topK"), 5}});
+    const qint64 q = store.addMessage(chatId, 0, QStringLiteral("user"), QStringLiteral("Where?"));
+    store.addMessage(chatId, q, QStringLiteral("assistant"), QStringLiteral("Rome"), {{QStringLiteral("tokens"), 1}});
+    const qint64 a2 = store.addMessage(chatId, q, QStringLiteral("assistant"), QStringLiteral("Paris"));
+    store.addMessage(chatId, a2, QStringLiteral("user"), QStringLiteral("Why?"));
+    store.setCurrentLeaf(chatId, a2);
+    QJsonObject exported = store.exportJson(chatId);
+    // Children before parents in the file: the import still builds the tree.
+    QJsonArray reversed;
+    for (const QJsonValue& m : exported.value(QStringLiteral("messages")).toArray()) reversed.prepend(m);
+    exported.insert(QStringLiteral("messages"), reversed);
+
+    ChatStore other;
+    QVERIFY(other.open(dir.filePath(QStringLiteral("other.db"))));
+    const qint64 imported = other.importJson(exported);
+    QVERIFY2(imported != 0, qPrintable(other.lastError()));
+    const ChatInfo info = other.chat(imported).value();
+    QCOMPARE(info.title, QStringLiteral("Trip"));
+    QCOMPARE(info.systemPrompt, QStringLiteral("Be brief."));
+    QCOMPARE(info.settings.value(QStringLiteral("topK")).toInt(), 5);
+    QCOMPARE(info.created, store.chat(chatId)->created);
+    const QList<ChatMessage> branch = other.path(info.currentLeaf);
+    QCOMPARE(branch.size(), 2);
+    QCOMPARE(branch[1].content, QStringLiteral("Paris"));
+    const QList<ChatMessage> replies = other.children(imported, branch[0].id);
+    QCOMPARE(replies.size(), 2);
+    QCOMPARE(replies[0].meta.value(QStringLiteral("tokens")).toInt(), 1);
+    QCOMPARE(other.children(imported, replies[1].id).first().content, QStringLiteral("Why?"));
+    QCOMPARE(other.messageCount(imported), 4);
+    // Exported again, the tree is the same as the original's (ids aside).
+    QCOMPARE(other.exportMarkdown(imported), store.exportMarkdown(chatId));
+}
+
+void TestChatStore::importJsonRefusesBrokenFiles() {
+    QTemporaryDir dir;
+    ChatStore store;
+    QVERIFY(store.open(dir.filePath(QStringLiteral("chats.db"))));
+    const auto chatWith = [](const QJsonArray& messages) {
+        return QJsonObject{{QStringLiteral("format"), QStringLiteral("oxinfer-chat")}, {QStringLiteral("version"), 1},
+                           {QStringLiteral("title"), QStringLiteral("x")}, {QStringLiteral("messages"), messages}};
+    };
+    const auto message = [](int id, QJsonValue parent, const QString& role) {
+        return QJsonObject{{QStringLiteral("id"), id}, {QStringLiteral("parent"), parent}, {QStringLiteral("role"), role},
+                           {QStringLiteral("content"), QStringLiteral("c")}};
+    };
+    const QList<std::pair<QJsonObject, QString>> cases = {
+        {QJsonObject{{QStringLiteral("format"), QStringLiteral("something")}}, QStringLiteral("not an exported chat")},
+        {QJsonObject{{QStringLiteral("format"), QStringLiteral("oxinfer-chat")}, {QStringLiteral("version"), 99}}, QStringLiteral("newer version")},
+        {chatWith({message(1, QJsonValue::Null, QStringLiteral("user")), message(2, 7, QStringLiteral("assistant"))}), QStringLiteral("message 2 names a parent")},
+        {chatWith({message(1, QJsonValue::Null, QStringLiteral("wizard"))}), QStringLiteral("unknown role")},
+        {chatWith({message(1, QJsonValue::Null, QStringLiteral("user")), message(1, QJsonValue::Null, QStringLiteral("user"))}), QStringLiteral("same id")},
+    };
+    for (const auto& [json, error] : cases) {
+        QCOMPARE(store.importJson(json), qint64(0));
+        QVERIFY2(store.lastError().contains(error), qPrintable(store.lastError()));
+    }
+    QVERIFY(store.chats().isEmpty());  // all or nothing
 }
 
 void TestChatStore::userVersionIsSchemaVersion() {

@@ -1,7 +1,10 @@
 // The main window: title, the status bar's platform line, the pane sidebar, rendering, and the
 // real oxinfer-studio binary's --screenshot option.
 
+#include "core/chat_list_model.h"
+#include "ui/chat_pane.h"
 #include "ui/main_window.h"
+#include "ui/message_view.h"
 
 #include <oxinfer/platform.h>
 
@@ -53,6 +56,7 @@ private Q_SLOTS:
     void initTestCase();
     void sidebarListsEveryPane();
     void screenshotOfAPane();
+    void importChatAndModelAtStart();
     void grabRendersTheWindow();
     void screenshotOptionWritesPng();
     void screenshotToUnwritablePathFails();
@@ -126,6 +130,41 @@ void TestMainWindow::screenshotOfAPane() {
     QVERIFY(process.waitForFinished(60000));
     QCOMPARE(process.exitCode(), 2);
     QVERIFY(QString::fromLocal8Bit(process.readAllStandardError()).contains(QStringLiteral("unknown pane 'nowhere'")));
+}
+
+void TestMainWindow::importChatAndModelAtStart() {
+    const QString studio = studioPath();
+    QVERIFY(!studio.isEmpty());
+    const QString chat = root_.filePath(QStringLiteral("chat.json"));
+    QFile out(chat);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(R"({"format": "oxinfer-chat", "version": 1, "title": "Imported", "currentLeaf": 2, "messages": [
+        {"id": 1, "parent": null, "role": "user", "content": "Hi"},
+        {"id": 2, "parent": 1, "role": "assistant", "content": "Hello!"}]})");
+    out.close();
+    const QString model = QStringLiteral(OXINFER_REFERENCE_DIR "/llm/qwen3/hf");
+    QProcess process;
+    process.setProcessEnvironment(offscreenEnvironment());
+    process.start(studio, {QStringLiteral("--screenshot"), root_.filePath(QStringLiteral("chat.png")), QStringLiteral("--import-chat"), chat,
+                           QStringLiteral("--model"), model, QStringLiteral("--pane"), QStringLiteral("chat")});
+    QVERIFY(process.waitForFinished(60000));
+    QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+
+    // The chat is now in the store: a new window opens it, as the last chat.
+    MainWindow window;
+    QCOMPARE(window.chatPane()->chatList()->rowCount(), 1);
+    QCOMPARE(window.chatPane()->currentChat(), window.chatPane()->chatList()->idAt(0));
+    QCOMPARE(window.chatPane()->messageView()->cards().size(), 2);
+
+    // A broken file is an error naming it.
+    out.open(QIODevice::WriteOnly);
+    out.write("{\"format\": \"nope\"}");
+    out.close();
+    process.start(studio, {QStringLiteral("--screenshot"), root_.filePath(QStringLiteral("chat.png")), QStringLiteral("--import-chat"), chat});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 1);
+    const QString error = QString::fromLocal8Bit(process.readAllStandardError());
+    QVERIFY2(error.contains(chat) && error.contains(QStringLiteral("not an exported chat")), qPrintable(error));
 }
 
 void TestMainWindow::grabRendersTheWindow() {
