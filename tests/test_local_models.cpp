@@ -74,6 +74,8 @@ private slots:
         const int64_t head = c.tie_word_embeddings ? 0 : c.vocab_size * c.hidden_size;
         QCOMPARE(footprint.parameters, c.vocab_size * c.hidden_size + head + c.num_hidden_layers * per_layer + c.hidden_size);
         QCOMPARE(footprint.weight_bytes, static_cast<uint64_t>(footprint.parameters) * 4);  // f32
+        QCOMPARE(footprint.weight_type, oxinfer::DType::F32);
+        QCOMPARE(oxinfer::model_footprint(kReference / "llm/qwen3/q8_0.gguf").weight_type, oxinfer::DType::Q8_0);
     }
 
     void sliding_layers_stop_growing_at_their_window() {

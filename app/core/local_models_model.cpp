@@ -64,6 +64,7 @@ QList<LocalModelEntry> LocalModelsModel::scan(const QStringList& folders, qint64
                 const qint64 own = footprint.config.max_position_embeddings;
                 e.contextLength = contextLength > 0 && (own <= 0 || contextLength < own) ? contextLength : own;
                 e.parameters = footprint.parameters;
+                e.type = QString::fromUtf8(oxinfer::dtype_name(footprint.weight_type).data(), qsizetype(oxinfer::dtype_name(footprint.weight_type).size())).toUpper();
                 e.weightBytes = qint64(footprint.weight_bytes);
                 e.cacheBytes = qint64(footprint.cache_bytes(e.contextLength, kvDType(kvType)));
                 if (e.architecture.isEmpty()) e.architecture = QString::fromStdString(footprint.config.architecture);

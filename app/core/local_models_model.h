@@ -17,7 +17,7 @@ struct LocalModelEntry {
     QString path;
     QString source;        // "cache" or "folder"
     QString format;        // gguf, safetensors, torch
-    QString type;          // Q4_K_M, bfloat16, ...
+    QString type;          // the weights' type: "q4_k", "bf16" (else the file name's quantization or the config's dtype)
     QString architecture;
     qint64 fileBytes = 0;
     qint64 parameters = 0;       // 0 when unknown

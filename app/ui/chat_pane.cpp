@@ -204,6 +204,7 @@ ChatPane::ChatPane(ChatStore* store, Engine* engine, LocalModelsModel* models, Q
     });
     connect(engine_, &Engine::modelLoaded, this, [this](const ModelSummary& model) {
         AppSettings::setLastModel(model.model);
+        if (const int row = models_->rowOfPath(model.model); row >= 0) modelChoice_->setCurrentIndex(row);
         updateModelRow();
     });
     connect(engine_, &Engine::modelLoadFailed, this, [this](const QString&, const QString& error) {

@@ -78,6 +78,7 @@ QString memoryText(const oxinfer::PlatformInfo& info) {
 
 // The app's look on top of the palette (so that light and dark themes both work).
 const char* const kStyle = R"(
+#chatList::item { padding: 6px 4px; }
 #sectionHeading { font-size: 12pt; font-weight: 600; }
 #recommendation { background: palette(base); border: 1px solid palette(midlight); border-radius: 8px; }
 #navigation { border: none; background: palette(window); font-size: 11pt; padding-top: 8px; }

@@ -59,21 +59,42 @@ SettingsPane::SettingsPane(QWidget* parent) : QWidget(parent) {
 
     const LoadSettings load = AppSettings::loadSettings();
     const SamplingSettings sampling = AppSettings::defaultSampling();
-    auto* form = new QFormLayout;
-    form->setLabelAlignment(Qt::AlignRight);
+    // Three sections in a column of readable width.
+    auto* column = new QWidget(this);
+    column->setMaximumWidth(620);
+    auto* columnLayout = new QVBoxLayout(column);
+    columnLayout->setContentsMargins(0, 8, 0, 0);
+    const auto section = [&](const QString& heading, const QString& intro) {
+        auto* label = new QLabel(heading, column);
+        label->setObjectName(QStringLiteral("sectionHeading"));
+        columnLayout->addSpacing(10);
+        columnLayout->addWidget(label);
+        if (!intro.isEmpty()) {
+            auto* text = new QLabel(intro, column);
+            text->setObjectName(QStringLiteral("paneIntro"));
+            text->setWordWrap(true);
+            columnLayout->addWidget(text);
+        }
+        auto* form = new QFormLayout;
+        form->setLabelAlignment(Qt::AlignRight);
+        form->setFieldGrowthPolicy(QFormLayout::FieldsStayAtSizeHint);
+        columnLayout->addLayout(form);
+        return form;
+    };
+    QFormLayout* form = section(QStringLiteral("Running models"), QStringLiteral("These apply when a model is loaded next."));
 
-    auto* threads = new QSpinBox(this);
+    auto* threads = new QSpinBox(column);
     threads->setObjectName(QStringLiteral("threads"));
     threads->setRange(0, 1024);
     threads->setSpecialValueText(QStringLiteral("Automatic (%1 cores)").arg(oxinfer::platform().physical_cores));
     threads->setValue(load.threads);
-    auto* context = new QSpinBox(this);
+    auto* context = new QSpinBox(column);
     context->setObjectName(QStringLiteral("contextLength"));
     context->setRange(0, 1 << 20);
     context->setSingleStep(1024);
     context->setSpecialValueText(QStringLiteral("The model's own"));
     context->setValue(int(load.contextLength));
-    auto* kv = new QComboBox(this);
+    auto* kv = new QComboBox(column);
     kv->setObjectName(QStringLiteral("kvType"));
     kv->addItem(QStringLiteral("f32 (exact)"), QStringLiteral("f32"));
     kv->addItem(QStringLiteral("f16 (half the memory)"), QStringLiteral("f16"));
@@ -82,6 +103,7 @@ SettingsPane::SettingsPane(QWidget* parent) : QWidget(parent) {
     form->addRow(QStringLiteral("Threads"), threads);
     form->addRow(QStringLiteral("Context length"), context);
     form->addRow(QStringLiteral("KV cache"), kv);
+
     const auto saveLoad = [this, threads, context, kv] {
         AppSettings::setLoadSettings({threads->value(), context->value(), kv->currentData().toString()});
         emit loadSettingsChanged();
@@ -89,30 +111,28 @@ SettingsPane::SettingsPane(QWidget* parent) : QWidget(parent) {
     connect(threads, &QSpinBox::valueChanged, this, saveLoad);
     connect(context, &QSpinBox::valueChanged, this, saveLoad);
     connect(kv, &QComboBox::currentIndexChanged, this, saveLoad);
-    auto* note = new QLabel(QStringLiteral("These apply when a model is loaded next."), this);
-    note->setObjectName(QStringLiteral("paneIntro"));
-    form->addRow(QString(), note);
 
-    auto* temperature = new QDoubleSpinBox(this);
+    auto* temperature = new QDoubleSpinBox(column);
     temperature->setRange(0, 2);
     temperature->setSingleStep(0.05);
     temperature->setValue(sampling.temperature);
-    auto* topP = new QDoubleSpinBox(this);
+    auto* topP = new QDoubleSpinBox(column);
     topP->setRange(0.01, 1);
     topP->setSingleStep(0.01);
     topP->setValue(sampling.topP);
-    auto* topK = new QSpinBox(this);
+    auto* topK = new QSpinBox(column);
     topK->setRange(0, 1000);
     topK->setSpecialValueText(QStringLiteral("off"));
     topK->setValue(sampling.topK);
-    auto* minP = new QDoubleSpinBox(this);
+    auto* minP = new QDoubleSpinBox(column);
     minP->setRange(0, 1);
     minP->setSingleStep(0.01);
     minP->setValue(sampling.minP);
-    auto* maxTokens = new QSpinBox(this);
+    auto* maxTokens = new QSpinBox(column);
     maxTokens->setRange(1, 131072);
     maxTokens->setValue(sampling.maxTokens);
-    form->addRow(QStringLiteral("New chats: temperature"), temperature);
+    form = section(QStringLiteral("New chats"), QStringLiteral("The sampling a new chat starts with; each chat can change its own."));
+    form->addRow(QStringLiteral("Temperature"), temperature);
     form->addRow(QStringLiteral("Top p"), topP);
     form->addRow(QStringLiteral("Top k"), topK);
     form->addRow(QStringLiteral("Min p"), minP);
@@ -129,7 +149,7 @@ SettingsPane::SettingsPane(QWidget* parent) : QWidget(parent) {
     for (QDoubleSpinBox* spin : {temperature, topP, minP}) connect(spin, &QDoubleSpinBox::valueChanged, this, saveSampling);
     for (QSpinBox* spin : {topK, maxTokens}) connect(spin, &QSpinBox::valueChanged, this, saveSampling);
 
-    auto* theme = new QComboBox(this);
+    auto* theme = new QComboBox(column);
     theme->setObjectName(QStringLiteral("theme"));
     theme->addItems({QStringLiteral("System"), QStringLiteral("Light"), QStringLiteral("Dark")});
     theme->setCurrentIndex(int(AppSettings::theme()));
@@ -138,9 +158,14 @@ SettingsPane::SettingsPane(QWidget* parent) : QWidget(parent) {
         applyTheme(Theme(index));
         emit themeChanged(Theme(index));
     });
+    form = section(QStringLiteral("Appearance"), QString());
     form->addRow(QStringLiteral("Theme"), theme);
 
-    layout->addLayout(form);
+    for (QWidget* field : column->findChildren<QAbstractSpinBox*>()) field->setMinimumWidth(240);
+    for (QWidget* field : column->findChildren<QComboBox*>()) field->setMinimumWidth(240);
+    temperature->setObjectName(QStringLiteral("defaultTemperature"));
+    maxTokens->setObjectName(QStringLiteral("defaultMaxTokens"));
+    layout->addWidget(column);
     layout->addStretch(1);
 }
 

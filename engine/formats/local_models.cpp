@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <system_error>
 
 namespace oxinfer {
@@ -240,10 +241,16 @@ ModelFootprint model_footprint(const fs::path& model) {
     const auto checkpoint = Checkpoint::open(model);
     ModelFootprint footprint;
     footprint.config = read_transformer_config(*checkpoint);
+    std::map<DType, uint64_t> bytes_by_type;
     for (const TensorInfo& tensor : checkpoint->tensors()) {
         footprint.parameters += tensor.elements();
         footprint.weight_bytes += tensor.nbytes;
+        bytes_by_type[tensor.dtype] += tensor.nbytes;
     }
+    if (!bytes_by_type.empty())
+        footprint.weight_type = std::max_element(bytes_by_type.begin(), bytes_by_type.end(), [](const auto& a, const auto& b) {
+                                    return a.second < b.second;
+                                })->first;
     const TransformerConfig& c = footprint.config;
     // Full-attention layers may have their own head size and KV heads (Gemma 4's global layers).
     const int64_t full_head = integer_key(c, "global_head_dim", "attention.key_length", c.head_dim);

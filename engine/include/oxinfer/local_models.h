@@ -41,6 +41,7 @@ struct ModelFootprint {
     TransformerConfig config;
     int64_t parameters = 0;     // elements of every tensor in the checkpoint
     uint64_t weight_bytes = 0;  // as stored
+    DType weight_type = DType::F32;  // the type holding most of the bytes ("q4_k" for a Q4_K_M file)
     // Bytes of KV cache one token adds in f32, over the layers that keep one for every position.
     uint64_t kv_bytes_per_token_f32 = 0;
     // Layers that keep at most `window` positions (sliding-window attention): bytes per position
