@@ -48,6 +48,7 @@ QList<LocalModelEntry> LocalModelsModel::scan(const QStringList& folders, qint64
     for (const QString& folder : folders) paths.emplace_back(folder.toStdString());
     for (const auto& folder : oxinfer::model_path_folders()) paths.push_back(folder);
     QList<LocalModelEntry> entries;
+    const qint64 available = qint64(oxinfer::detect_platform().available_ram_bytes);
     for (const oxinfer::LocalModel& model : oxinfer::find_local_models(oxinfer::hf::hub_cache_dir(), paths)) {
         LocalModelEntry e;
         e.id = QString::fromStdString(model.id);
@@ -58,6 +59,7 @@ QList<LocalModelEntry> LocalModelsModel::scan(const QStringList& folders, qint64
         e.architecture = QString::fromStdString(model.architecture);
         e.fileBytes = qint64(model.bytes);
         e.problem = QString::fromStdString(model.problem);
+        e.availableBytes = available;
         if (e.problem.isEmpty()) {
             try {
                 const oxinfer::ModelFootprint footprint = oxinfer::model_footprint(model.path);
@@ -96,15 +98,14 @@ int LocalModelsModel::rowOfPath(const QString& path) const {
 }
 
 bool LocalModelsModel::fits(const LocalModelEntry& entry) {
-    return entry.problem.isEmpty() && uint64_t(entry.memoryBytes()) <= oxinfer::detect_platform().available_ram_bytes;
+    return entry.problem.isEmpty() && entry.memoryBytes() <= entry.availableBytes;
 }
 
 QString LocalModelsModel::fitText(const LocalModelEntry& entry) {
     if (!entry.problem.isEmpty()) return QStringLiteral("cannot be read: %1").arg(entry.problem);
-    const uint64_t available = oxinfer::detect_platform().available_ram_bytes;
     return QStringLiteral("%1 at %2 tokens (weights %3 + cache %4) of %5 available: %6")
         .arg(bytesText(entry.memoryBytes()), QLocale().toString(entry.contextLength), bytesText(entry.weightBytes),
-             bytesText(entry.cacheBytes), bytesText(qint64(available)),
+             bytesText(entry.cacheBytes), bytesText(entry.availableBytes),
              fits(entry) ? QStringLiteral("fits") : QStringLiteral("does not fit"));
 }
 

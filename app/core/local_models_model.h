@@ -25,6 +25,7 @@ struct LocalModelEntry {
     qint64 cacheBytes = 0;       // KV cache and state at the context the scan used
     qint64 contextLength = 0;    // that context: the settings', at most the model's own
     QString problem;             // why it cannot be read or estimated ("" when fine)
+    qint64 availableBytes = 0;   // free memory when it was scanned
 
     qint64 memoryBytes() const { return weightBytes + cacheBytes; }
 };

@@ -152,7 +152,26 @@ private slots:
         QVERIFY(QTest::qWaitFor([&] { return window.currentPane() == QLatin1String("models"); }, 20000));
         auto* tabs = window.modelsPane()->findChild<QTabWidget*>(QStringLiteral("modelTabs"));
         QCOMPARE(tabs->currentWidget()->objectName(), QStringLiteral("downloadTab"));
-        QCOMPARE(window.modelsPane()->findChildren<QPushButton*>(QStringLiteral("recommendedDownload")).size(), recommended.size());
+        const QList<QPushButton*> buttons = window.modelsPane()->findChildren<QPushButton*>(QStringLiteral("recommendedDownload"));
+        QCOMPARE(buttons.size(), recommended.size());
+
+        // One click: the recommended quantization downloads and appears among the local models.
+        const studio::RecommendedModel& pick = recommended.first();
+        TestHubRepo repo;
+        repo.id = pick.repo;
+        repo.commit = commit_of(repo.id);
+        repo.files = {{QStringLiteral("model-%1.gguf").arg(pick.variant), gguf_}, {QStringLiteral("model-Q2_K.gguf"), gguf_.left(1000)}};
+        server_.add_repo(repo);
+        QPushButton* button = nullptr;
+        for (QPushButton* b : buttons)
+            if (b->property("repo").toString() == pick.repo) button = b;
+        QVERIFY(button);
+        QSignalSpy scanned(window.localModels(), &studio::LocalModelsModel::scanFinished);
+        button->click();
+        QVERIFY(QTest::qWaitFor([&] { return window.localModels()->rowCount() == 1; }, 30000));
+        QCOMPARE(window.localModels()->entries().first().id, pick.repo);
+        QVERIFY(window.localModels()->entries().first().path.endsWith(QStringLiteral("model-%1.gguf").arg(pick.variant)));
+        QVERIFY(server_.requests_for(QStringLiteral("model-Q2_K.gguf"), QStringLiteral("HEAD")).isEmpty());  // only the one chosen
         qputenv("HF_HUB_CACHE", root_.filePath(QStringLiteral("cache")).toUtf8());
     }
 
