@@ -119,7 +119,7 @@ QFrame* codeBlock(const MessageParts::Segment& segment, QWidget* parent) {
 }  // namespace
 
 MessageCard::MessageCard(const ChatMessage& message, int siblingIndex, int siblingCount, QWidget* parent)
-    : QFrame(parent), message_(message) {
+    : QFrame(parent), message_(message), siblingIndex_(siblingIndex), siblingCount_(siblingCount) {
     const bool user = message.role == QLatin1String("user");
     setObjectName(user ? QStringLiteral("userMessage") : QStringLiteral("assistantMessage"));
     auto* layout = new QVBoxLayout(this);
@@ -266,10 +266,14 @@ MessageView::MessageView(QWidget* parent) : QScrollArea(parent) {
     });
 }
 
-void MessageView::clear() {
-    for (MessageCard* card : cards()) {
+void MessageView::clear() { removeCardsFrom(0); }
+
+void MessageView::removeCardsFrom(int index) {
+    while (cards_.size() > index) {
+        MessageCard* card = cards_.takeLast();
         layout_->removeWidget(card);
-        delete card;
+        card->hide();
+        card->deleteLater();
     }
 }
 
@@ -279,17 +283,30 @@ void MessageView::setPlaceholder(const QString& text) {
 }
 
 void MessageView::showBranch(const ChatStore& store, const QList<ChatMessage>& branch) {
-    clear();
+    struct Shown {
+        int index = 0;
+        int count = 1;
+    };
+    QList<Shown> positions;
     for (const ChatMessage& message : branch) {
         const QList<ChatMessage> siblings = store.children(message.chatId, message.parentId);
-        int index = 0;
+        Shown shown{0, int(siblings.size())};
         for (int i = 0; i < siblings.size(); ++i)
-            if (siblings[i].id == message.id) index = i;
-        auto* card = new MessageCard(message, index, int(siblings.size()), column_);
+            if (siblings[i].id == message.id) shown.index = i;
+        positions.append(shown);
+    }
+    int kept = 0;
+    while (kept < cards_.size() && kept < branch.size() && cards_[kept]->message() == branch[kept] &&
+           cards_[kept]->siblingIndex() == positions[kept].index && cards_[kept]->siblingCount() == positions[kept].count)
+        ++kept;
+    removeCardsFrom(kept);
+    for (int i = kept; i < branch.size(); ++i) {
+        auto* card = new MessageCard(branch[i], positions[i].index, positions[i].count, column_);
         connect(card, &MessageCard::editRequested, this, &MessageView::editRequested);
         connect(card, &MessageCard::regenerateRequested, this, &MessageView::regenerateRequested);
         connect(card, &MessageCard::siblingRequested, this, &MessageView::siblingRequested);
         layout_->insertWidget(layout_->count() - 1, card);
+        cards_.append(card);
     }
     followEnd_ = true;
     scrollToEnd();
@@ -300,8 +317,6 @@ MessageCard* MessageView::cardFor(qint64 messageId) const {
         if (card->message().id == messageId) return card;
     return nullptr;
 }
-
-QList<MessageCard*> MessageView::cards() const { return column_->findChildren<MessageCard*>(QString(), Qt::FindDirectChildrenOnly); }
 
 void MessageView::scrollToEnd() {
     QTimer::singleShot(0, this, [this] { verticalScrollBar()->setValue(verticalScrollBar()->maximum()); });

@@ -34,6 +34,8 @@ class MessageCard : public QFrame {
 public:
     MessageCard(const ChatMessage& message, int siblingIndex, int siblingCount, QWidget* parent = nullptr);
     const ChatMessage& message() const { return message_; }
+    int siblingIndex() const { return siblingIndex_; }
+    int siblingCount() const { return siblingCount_; }
     // Streaming: new content for the card (re-rendered; the reasoning keeps its open/closed state).
     void setContent(const QString& content);
     void setStatus(const QString& text);  // below the text: tokens/s, "stopped", errors
@@ -49,6 +51,8 @@ private:
     void render();
 
     ChatMessage message_;
+    int siblingIndex_ = 0;
+    int siblingCount_ = 1;
     QVBoxLayout* body_ = nullptr;
     QLabel* status_ = nullptr;
     QWidget* actions_ = nullptr;
@@ -59,11 +63,12 @@ class MessageView : public QScrollArea {
     Q_OBJECT
 public:
     explicit MessageView(QWidget* parent = nullptr);
-    // Shows `branch` (root first); sibling counts from the store.
+    // Shows `branch` (root first); sibling counts from the store. Cards of the part that did not
+    // change are kept, so a long chat is not laid out again for each new message.
     void showBranch(const ChatStore& store, const QList<ChatMessage>& branch);
     void clear();
     MessageCard* cardFor(qint64 messageId) const;
-    QList<MessageCard*> cards() const;
+    QList<MessageCard*> cards() const { return cards_; }
     void scrollToEnd();
     void setPlaceholder(const QString& text);
 
@@ -73,6 +78,10 @@ signals:
     void siblingRequested(qint64 messageId, int offset);
 
 private:
+    // Cards go with deleteLater: the one removed may be the sender of the click that led here.
+    void removeCardsFrom(int index);
+
+    QList<MessageCard*> cards_;
     QWidget* column_ = nullptr;
     QVBoxLayout* layout_ = nullptr;
     QLabel* placeholder_ = nullptr;

@@ -3,6 +3,7 @@
 #include "ui/message_view.h"
 
 #include <QLabel>
+#include <QTemporaryDir>
 #include <QToolButton>
 #include <QtTest>
 
@@ -46,6 +47,37 @@ private slots:
         const auto streaming = MessageParts::parse(QStringLiteral("```cpp\nint x"));
         QCOMPARE(streaming.segments.size(), 1);
         QCOMPARE(streaming.segments[0].text, QStringLiteral("int x"));
+    }
+
+    // A new message adds one card; the cards before it stay (a long chat is not rebuilt). A new
+    // version of a message replaces its card and what follows it.
+    void branchKeepsTheCardsThatDidNotChange() {
+        QTemporaryDir dir;
+        studio::ChatStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("chats.sqlite"))));
+        const qint64 chat = store.createChat(QStringLiteral("t"));
+        qint64 parent = 0;
+        for (int i = 0; i < 40; ++i)
+            parent = store.addMessage(chat, parent, i % 2 ? QStringLiteral("assistant") : QStringLiteral("user"), QString::number(i));
+        studio::MessageView view;
+        view.showBranch(store, store.path(parent));
+        const QList<studio::MessageCard*> before = view.cards();
+        QCOMPARE(before.size(), 40);
+
+        const qint64 question = store.addMessage(chat, parent, QStringLiteral("user"), QStringLiteral("more"));
+        view.showBranch(store, store.path(question));
+        QCOMPARE(view.cards().size(), 41);
+        QCOMPARE(view.cards().mid(0, 40), before);
+
+        // Regenerating the last reply of the first 40: that card (now "2 / 2") and the rest go.
+        const qint64 regenerated = store.addMessage(chat, before.last()->message().parentId, QStringLiteral("assistant"), QStringLiteral("again"));
+        view.showBranch(store, store.path(regenerated));
+        QCOMPARE(view.cards().size(), 40);
+        QCOMPARE(view.cards().mid(0, 39), before.mid(0, 39));
+        QVERIFY(view.cards().last() != before.last());
+        QCOMPARE(view.cards().last()->siblingCount(), 2);
+        QCOMPARE(view.cardFor(regenerated), view.cards().last());
+        QCOMPARE(view.cardFor(question), nullptr);
     }
 
     void cardShowsReasoningCollapsedAndCodeWithCopy() {
