@@ -114,6 +114,25 @@ private slots:
         QCOMPARE(regenerated.tokens, session.generate(expected_prompt, greedy(6)).tokens);
     }
 
+    // A prompt longer than one prefill chunk goes in pieces (so that cancel reaches it); the
+    // reply is the one of a prompt evaluated in a single call.
+    void long_prompt_in_pieces_gives_the_same_reply() {
+        oxinfer::LoadOptions options;
+        options.context_length = 2048;
+        for (const char* name : {"qwen3", "llama3"}) {
+            auto model = load(name, options);
+            std::vector<int32_t> prompt(1300);
+            for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7 + 3) % 120);
+            oxinfer::Session pieces(*model);
+            const auto result = pieces.generate(prompt, greedy(8));
+            oxinfer::Session whole(*model);
+            whole.evaluate(std::span(prompt).first(prompt.size() - 1));
+            const auto expected = whole.generate(prompt, greedy(8));
+            QCOMPARE(expected.stats.reused_prompt_tokens, int64_t(prompt.size() - 1));
+            QCOMPARE(result.tokens, expected.tokens);
+        }
+    }
+
     void cancel_from_another_thread_stops_within_one_token() {
         auto model = load("llama3");
         oxinfer::Session session(*model);

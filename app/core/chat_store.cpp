@@ -520,36 +520,44 @@ qint64 ChatStore::importJson(const QJsonObject& chat) {
         query->bindValue(QStringLiteral(":settings"), jsonText(chat.value(QStringLiteral("settings")).toObject()));
         if (!run(*query, QStringLiteral("cannot create a chat"))) return false;
         const qint64 chatId = query->lastInsertId().toLongLong();
-        // Parents before children, whatever the order in the file; ids in the file are the file's own.
-        QHash<qint64, qint64> newIds;
-        QList<QJsonObject> pending;
-        for (const QJsonValue& value : messages) pending.append(value.toObject());
-        // Siblings keep the order of their ids (creation order where the file came from).
-        std::stable_sort(pending.begin(), pending.end(), [](const QJsonObject& a, const QJsonObject& b) {
-            return a.value(QStringLiteral("id")).toInteger() < b.value(QStringLiteral("id")).toInteger();
-        });
-        while (!pending.isEmpty()) {
-            QList<QJsonObject> waiting;
-            for (const QJsonObject& m : pending) {
-                const QJsonValue parent = m.value(QStringLiteral("parent"));
-                if (!parent.isNull() && !newIds.contains(parent.toInteger())) {
-                    waiting.append(m);
-                    continue;
-                }
-                const QString role = m.value(QStringLiteral("role")).toString();
-                if (!isKnownRole(role)) return fail(QStringLiteral("message %1 has an unknown role \"%2\"").arg(m.value(QStringLiteral("id")).toInteger()).arg(role));
-                const qint64 added = insertMessage(chatId, parent.isNull() ? 0 : newIds.value(parent.toInteger()), role,
-                                                   m.value(QStringLiteral("content")).toString(), timeOf(m.value(QStringLiteral("created"))),
-                                                   m.value(QStringLiteral("meta")).toObject());
-                if (!added) return false;
-                newIds.insert(m.value(QStringLiteral("id")).toInteger(), added);
-            }
-            if (waiting.size() == pending.size())
-                return fail(QStringLiteral("message %1 names a parent that is not in the file").arg(waiting.first().value(QStringLiteral("id")).toInteger()));
-            pending = waiting;
+        // Parents before children, whatever the order in the file (ids in the file are the file's
+        // own): from the roots down, each message's children in the order of their ids.
+        QHash<qint64, QList<QJsonObject>> childrenOf;  // by the parent's id in the file; roots under -1
+        QSet<qint64> ids;
+        for (const QJsonValue& value : messages) {
+            const QJsonObject m = value.toObject();
+            const qint64 fileId = m.value(QStringLiteral("id")).toInteger();
+            if (ids.contains(fileId)) return fail(QStringLiteral("two messages have the same id (%1)").arg(fileId));
+            ids.insert(fileId);
+            const QJsonValue parent = m.value(QStringLiteral("parent"));
+            childrenOf[parent.isNull() ? -1 : parent.toInteger()].append(m);
         }
-        if (newIds.size() != messages.size()) return fail(QStringLiteral("two messages have the same id"));
-        const qint64 leaf = newIds.value(chat.value(QStringLiteral("currentLeaf")).toInteger(), 0);
+        QHash<qint64, qint64> newIds;
+        QList<std::pair<qint64, qint64>> queue{{-1, 0}};  // (id in the file, id here)
+        for (qsizetype next = 0; next < queue.size(); ++next) {
+            QList<QJsonObject> children = childrenOf.value(queue[next].first);
+            std::stable_sort(children.begin(), children.end(), [](const QJsonObject& a, const QJsonObject& b) {
+                return a.value(QStringLiteral("id")).toInteger() < b.value(QStringLiteral("id")).toInteger();
+            });
+            for (const QJsonObject& m : children) {
+                const qint64 fileId = m.value(QStringLiteral("id")).toInteger();
+                const QString role = m.value(QStringLiteral("role")).toString();
+                if (!isKnownRole(role)) return fail(QStringLiteral("message %1 has an unknown role \"%2\"").arg(fileId).arg(role));
+                const qint64 added = insertMessage(chatId, queue[next].second, role, m.value(QStringLiteral("content")).toString(),
+                                                   timeOf(m.value(QStringLiteral("created"))), m.value(QStringLiteral("meta")).toObject());
+                if (!added) return false;
+                newIds.insert(fileId, added);
+                queue.append({fileId, added});
+            }
+        }
+        // What was not reached from a root hangs from a parent that is not in the file (or a cycle).
+        for (const QJsonValue& value : messages) {
+            const qint64 fileId = value.toObject().value(QStringLiteral("id")).toInteger();
+            if (!newIds.contains(fileId)) return fail(QStringLiteral("message %1 names a parent that is not in the file").arg(fileId));
+        }
+        // The branch shown: the file's, else the newest message's branch.
+        qint64 leaf = newIds.value(chat.value(QStringLiteral("currentLeaf")).toInteger(), 0);
+        if (!leaf && !queue.isEmpty() && queue.size() > 1) leaf = newestLeafBelow(queue.last().second);
         if (leaf && !updateChat(chatId, QStringLiteral("current_leaf"), leaf)) return false;
         id = chatId;
         return true;

@@ -94,12 +94,14 @@ Engine::Engine(QObject* parent) : QObject(parent), cancelledThrough_(std::make_s
 
     connect(worker_, &EngineWorker::loaded, this, [this](const ModelSummary& model) {
         loaded_ = model;
-        setState(State::Idle);
+        --pendingLoads_;
+        updateState();
         emit modelLoaded(model);
     });
     connect(worker_, &EngineWorker::loadFailed, this, [this](const QString& model, const QString& error) {
         loaded_.reset();
-        setState(State::Idle);
+        --pendingLoads_;
+        updateState();
         emit modelLoadFailed(model, error);
     });
     connect(worker_, &EngineWorker::unloaded, this, [this] {
@@ -108,7 +110,8 @@ Engine::Engine(QObject* parent) : QObject(parent), cancelledThrough_(std::make_s
     });
     connect(worker_, &EngineWorker::update, this, &Engine::generationUpdate);
     connect(worker_, &EngineWorker::finished, this, [this](const GenerationResult& result) {
-        setState(State::Idle);
+        --pendingGenerations_;
+        updateState();
         emit generationFinished(result);
     });
     thread_.start();
@@ -120,14 +123,16 @@ Engine::~Engine() {
     thread_.wait();
 }
 
-void Engine::setState(State state) {
+void Engine::updateState() {
+    const State state = pendingLoads_ > 0 ? State::Loading : pendingGenerations_ > 0 ? State::Generating : State::Idle;
     if (state_ == state) return;
     state_ = state;
     emit stateChanged(state);
 }
 
 void Engine::loadModel(const QString& model, const LoadSettings& settings) {
-    setState(State::Loading);
+    ++pendingLoads_;
+    updateState();
     emit loadRequested(model, settings);
 }
 
@@ -135,12 +140,16 @@ void Engine::unloadModel() { emit unloadRequested(); }
 
 quint64 Engine::generate(ChatRequest request) {
     request.id = nextRequest_++;
-    setState(State::Generating);
+    ++pendingGenerations_;
+    updateState();
     emit generateRequested(request);
     return request.id;
 }
 
-void Engine::stop() { cancelledThrough_->store(nextRequest_ - 1); }
+void Engine::stop() {
+    cancelledThrough_->store(nextRequest_ - 1);
+    worker_->cancelRunning();
+}
 
 // ---- EngineWorker (engine thread) -----------------------------------------------------------------
 
@@ -149,8 +158,16 @@ EngineWorker::EngineWorker(std::shared_ptr<std::atomic<quint64>> cancelledThroug
 
 EngineWorker::~EngineWorker() = default;
 
+void EngineWorker::cancelRunning() {
+    const std::lock_guard lock(conversationMutex_);
+    if (conversation_) conversation_->cancel();
+}
+
 void EngineWorker::load(const QString& model, const LoadSettings& settings) {
-    conversation_.reset();
+    {
+        const std::lock_guard lock(conversationMutex_);
+        conversation_.reset();
+    }
     model_.reset();  // the old model's memory goes before the new one's comes
     oxinfer::LoadOptions options;
     options.threads = settings.threads;
@@ -165,9 +182,9 @@ void EngineWorker::load(const QString& model, const LoadSettings& settings) {
         model_ = oxinfer::Model::load(model.toStdString(), options);
         if (!model_->has_tokenizer()) throw oxinfer::Error(model.toStdString(), "has no tokenizer: it cannot chat");
         model_->chat_template();  // throws when the model ships no chat template
+        const std::lock_guard lock(conversationMutex_);
         conversation_ = std::make_unique<oxinfer::Conversation>(*model_);
     } catch (const std::exception& error) {
-        conversation_.reset();
         model_.reset();
         emit loadFailed(model, QString::fromStdString(error.what()));
         return;
@@ -184,7 +201,10 @@ void EngineWorker::load(const QString& model, const LoadSettings& settings) {
 }
 
 void EngineWorker::unload() {
-    conversation_.reset();
+    {
+        const std::lock_guard lock(conversationMutex_);
+        conversation_.reset();
+    }
     model_.reset();
     emit unloaded();
 }
@@ -212,6 +232,23 @@ void EngineWorker::generate(const ChatRequest& request) {
     conversation_->set_system_prompt(request.systemPrompt.toStdString());
     conversation_->set_messages(std::move(history));
     conversation_->set_thinking(request.thinking < 0 ? std::optional<bool>() : std::optional<bool>(request.thinking == 1));
+
+    // A chat longer than the context cannot be answered: say so rather than fail in the engine.
+    try {
+        const qint64 promptTokens = qint64(conversation_->prompt_tokens(request.userMessage.toStdString()).size());
+        if (promptTokens >= result.contextLength) {
+            result.stopReason = QStringLiteral("context_full");
+            result.promptTokens = promptTokens;
+            result.contextUsed = promptTokens;
+            emit finished(result);
+            return;
+        }
+    } catch (const std::exception& error) {
+        result.stopReason = QStringLiteral("error");
+        result.error = QString::fromStdString(error.what());
+        emit finished(result);
+        return;
+    }
 
     oxinfer::GenerateOptions options;
     options.sampling = samplingParams(request.sampling);

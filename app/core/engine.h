@@ -10,6 +10,7 @@
 #include <QThread>
 
 #include <atomic>
+#include <mutex>
 #include <memory>
 #include <optional>
 
@@ -37,12 +38,14 @@ public:
     bool hasModel() const { return loaded_.has_value(); }
     const std::optional<ModelSummary>& model() const { return loaded_; }
 
-    // Each returns at once; the answer comes as a signal.
+    // Each returns at once; the answer comes as a signal. Requests run in order; state() says
+    // what the engine thread has yet to finish (a load before a generation).
     void loadModel(const QString& model, const LoadSettings& settings);
     void unloadModel();
     // Returns the request id the updates and the result carry.
     quint64 generate(ChatRequest request);
-    // Thread-safe; the generation ends before its next token (result stopReason "cancelled").
+    // From the UI thread: every generation asked for so far ends before its next token, or its
+    // next 512 prompt tokens (result stopReason "cancelled").
     void stop();
 
 signals:
@@ -59,11 +62,14 @@ signals:
     void generateRequested(const studio::ChatRequest& request);
 
 private:
-    void setState(State state);
+
+    void updateState();
 
     QThread thread_;
     EngineWorker* worker_ = nullptr;
     State state_ = State::Idle;
+    int pendingLoads_ = 0;
+    int pendingGenerations_ = 0;
     std::optional<ModelSummary> loaded_;
     quint64 nextRequest_ = 1;
     // Requests up to this id are cancelled: shared with the worker, so that stop() also reaches a
@@ -77,6 +83,8 @@ class EngineWorker : public QObject {
 public:
     explicit EngineWorker(std::shared_ptr<std::atomic<quint64>> cancelledThrough);
     ~EngineWorker() override;
+    // Any thread: stops the generation running now, in its prompt too.
+    void cancelRunning();
 
 public slots:
     void load(const QString& model, const studio::LoadSettings& settings);
@@ -93,6 +101,7 @@ signals:
 private:
     std::unique_ptr<oxinfer::Conversation> conversation_;
     std::unique_ptr<oxinfer::Model> model_;
+    std::mutex conversationMutex_;  // conversation_ changes (engine thread) vs cancelRunning (any thread)
     QString modelName_;
     std::shared_ptr<std::atomic<quint64>> cancelledThrough_;
 };

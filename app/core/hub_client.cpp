@@ -38,8 +38,11 @@ public:
     }
 
     void download(const QString& repo, const QString& variant) {
+        downloader_.reset();
+        cancelPending_ = pausePending_ = false;
         api().repo_files(repo, QString(), [this, repo, variant](const oxinfer::hub::RepoInfo& info, const HubError& error) {
             if (error) return emit failed(repo, error.text());
+            if (cancelPending_) return emit failed(repo, QStringLiteral("%1: download cancelled").arg(repo));
             QList<RepoFile> files;
             QString first;
             for (const ModelVariant& v : variants(info.files)) {
@@ -57,17 +60,22 @@ public:
             connect(downloader_.get(), &oxinfer::hub::Downloader::failed, this,
                     [this, repo](const HubError& problem) { emit failed(repo, problem.text()); });
             downloader_->start(repo, QStringLiteral("main"), info.sha, files);
+            if (pausePending_) downloader_->pause();
         });
     }
 
+    // Before the file list arrives there is no downloader yet: the wish waits for it.
     void pause() {
         if (downloader_) downloader_->pause();
+        else pausePending_ = true;
     }
     void resume() {
         if (downloader_) downloader_->resume();
+        else pausePending_ = false;
     }
     void cancel() {
         if (downloader_) downloader_->cancel();
+        else cancelPending_ = true;
     }
 
 signals:
@@ -114,6 +122,8 @@ private:
 
     std::unique_ptr<oxinfer::hub::HubApi> api_;
     std::unique_ptr<oxinfer::hub::Downloader> downloader_;
+    bool cancelPending_ = false;
+    bool pausePending_ = false;
 };
 
 HubClient::HubClient(QObject* parent) : QObject(parent) {

@@ -44,10 +44,22 @@ LocalModelsModel::LocalModelsModel(QObject* parent) : QAbstractTableModel(parent
 LocalModelsModel::~LocalModelsModel() { watcher_.waitForFinished(); }
 
 QList<LocalModelEntry> LocalModelsModel::scan(const QStringList& folders, qint64 contextLength, const QString& kvType) {
+    QList<LocalModelEntry> entries;
+    try {
+        scanInto(entries, folders, contextLength, kvType);
+    } catch (const std::exception& error) {  // a folder that cannot be listed: keep what was found
+        LocalModelEntry e;
+        e.id = QStringLiteral("(scan stopped)");
+        e.problem = QString::fromStdString(error.what());
+        entries.append(e);
+    }
+    return entries;
+}
+
+void LocalModelsModel::scanInto(QList<LocalModelEntry>& entries, const QStringList& folders, qint64 contextLength, const QString& kvType) {
     std::vector<std::filesystem::path> paths;
     for (const QString& folder : folders) paths.emplace_back(folder.toStdString());
     for (const auto& folder : oxinfer::model_path_folders()) paths.push_back(folder);
-    QList<LocalModelEntry> entries;
     const qint64 available = qint64(oxinfer::detect_platform().available_ram_bytes);
     for (const oxinfer::LocalModel& model : oxinfer::find_local_models(oxinfer::hf::hub_cache_dir(), paths)) {
         LocalModelEntry e;
@@ -76,7 +88,6 @@ QList<LocalModelEntry> LocalModelsModel::scan(const QStringList& folders, qint64
         }
         entries.append(e);
     }
-    return entries;
 }
 
 void LocalModelsModel::refresh() {

@@ -61,6 +61,8 @@ signals:
     void scanFinished();
 
 private:
+    static void scanInto(QList<LocalModelEntry>& entries, const QStringList& folders, qint64 contextLength, const QString& kvType);
+
     QList<LocalModelEntry> entries_;
     QFutureWatcher<QList<LocalModelEntry>> watcher_;
     bool rescan_ = false;

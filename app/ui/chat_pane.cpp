@@ -31,6 +31,7 @@
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSpinBox>
+#include <QTimer>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -75,6 +76,13 @@ ChatPane::ChatPane(ChatStore* store, Engine* engine, LocalModelsModel* models, Q
     : QWidget(parent), store_(store), engine_(engine), models_(models) {
     setObjectName(QStringLiteral("chatPane"));
     chatList_ = new ChatListModel(store_, this);
+    settingsSave_ = new QTimer(this);
+    settingsSave_->setSingleShot(true);
+    settingsSave_->setInterval(400);
+    connect(settingsSave_, &QTimer::timeout, this, &ChatPane::saveChatSettings);
+    searchDelay_ = new QTimer(this);
+    searchDelay_->setSingleShot(true);
+    searchDelay_->setInterval(250);
 
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->setObjectName(QStringLiteral("chatSplitter"));
@@ -211,12 +219,15 @@ ChatPane::ChatPane(ChatStore* store, Engine* engine, LocalModelsModel* models, Q
         updateModelRow();
         modelStatus_->setText(QStringLiteral("<span style='color:#c0392b'>Could not load the model: %1</span>").arg(error.toHtmlEscaped()));
     });
-    connect(engine_, &Engine::modelUnloaded, this, &ChatPane::updateModelRow);
+    connect(engine_, &Engine::modelUnloaded, this, [this] {
+        updateModelRow();
+        updateComposer();
+    });
     connect(engine_, &Engine::generationUpdate, this, &ChatPane::onUpdate);
     connect(engine_, &Engine::generationFinished, this, &ChatPane::onFinished);
 
     setAcceptDrops(true);
-    openChat(chatList_->rowCount() > 0 ? chatList_->idAt(0) : 0);  // where the user left off
+    showChat(chatList_->rowCount() > 0 ? chatList_->idAt(0) : 0);  // where the user left off
     updateModelRow();
 }
 
@@ -323,7 +334,9 @@ QWidget* ChatPane::createSidebar() {
     search_->setObjectName(QStringLiteral("chatSearch"));
     search_->setPlaceholderText(QStringLiteral("Search chats"));
     search_->setClearButtonEnabled(true);
-    connect(search_, &QLineEdit::textChanged, chatList_, &ChatListModel::setFilter);
+    // Searching reads every message: once typing pauses, not on each key.
+    connect(search_, &QLineEdit::textChanged, searchDelay_, qOverload<>(&QTimer::start));
+    connect(searchDelay_, &QTimer::timeout, this, [this] { chatList_->setFilter(search_->text()); });
     layout->addWidget(search_);
     chatView_ = new QListView(sidebar);
     chatView_->setObjectName(QStringLiteral("chatList"));
@@ -395,7 +408,9 @@ QWidget* ChatPane::createSettingsPanel() {
     layout->addLayout(form);
     layout->addStretch(1);
 
-    const auto changed = [this] { saveChatSettings(); };
+    const auto changed = [this] {
+        if (!loadingSettings_) settingsSave_->start();
+    };
     connect(systemPrompt_, &QPlainTextEdit::textChanged, this, changed);
     for (QDoubleSpinBox* spin : {temperature_, topP_, minP_, repeatPenalty_})
         connect(spin, &QDoubleSpinBox::valueChanged, this, changed);
@@ -405,6 +420,15 @@ QWidget* ChatPane::createSettingsPanel() {
 }
 
 void ChatPane::openChat(qint64 chatId) {
+    if (chatId == chatId_ && chatId != 0) return;  // already open: a click on it changes nothing
+    showChat(chatId);
+}
+
+void ChatPane::showChat(qint64 chatId) {
+    if (settingsSave_->isActive()) {
+        settingsSave_->stop();
+        saveChatSettings();
+    }
     if (generating()) stop();
     chatId_ = chatId;
     editing_ = 0;
@@ -499,7 +523,13 @@ void ChatPane::updateComposer() {
 }
 
 void ChatPane::sendMessage(const QString& text) {
-    if ((text.trimmed().isEmpty() && attached_.isEmpty()) || generating() || !engine_->hasModel()) return;
+    if ((text.trimmed().isEmpty() && attached_.isEmpty()) || generating() || !engine_->hasModel() ||
+        engine_->state() != Engine::State::Idle)
+        return;
+    if (settingsSave_->isActive()) {
+        settingsSave_->stop();
+        saveChatSettings();
+    }
     const QString title = chatTitleFrom(text.trimmed().isEmpty() ? attached_.first().name : text);
     qint64 parent = 0;
     if (chatId_ == 0) {
@@ -533,7 +563,11 @@ void ChatPane::sendMessage(const QString& text) {
 
 void ChatPane::startReply(qint64 userMessageId) {
     const auto user = store_->message(userMessageId);
-    if (!user || generating() || !engine_->hasModel()) return;
+    if (!user || generating() || !engine_->hasModel() || engine_->state() != Engine::State::Idle) return;
+    if (settingsSave_->isActive()) {
+        settingsSave_->stop();
+        saveChatSettings();
+    }
     ChatRequest request;
     const auto chat = store_->chat(chatId_);
     request.systemPrompt = chat ? chat->systemPrompt : QString();
@@ -544,6 +578,9 @@ void ChatPane::startReply(qint64 userMessageId) {
     request.thinking = chat ? chat->settings.value("thinking").toInt(-1) : -1;
 
     const QString modelName = engine_->model()->name;
+    streamingModel_ = modelName;
+    streamingChat_ = chatId_;
+    streamedTokens_ = 0;
     streamingMessage_ = store_->addMessage(chatId_, userMessageId, QStringLiteral("assistant"), QString(),
                                            {{"model", modelName}, {"partial", true}});
     if (!streamingMessage_) {
@@ -566,13 +603,14 @@ void ChatPane::startReply(qint64 userMessageId) {
 void ChatPane::onUpdate(const GenerationUpdate& update) {
     if (update.requestId != request_ || !streamingMessage_) return;
     streamed_ += update.text;
+    streamedTokens_ = update.generatedTokens;
     if (MessageCard* card = messages_->cardFor(streamingMessage_)) {
         card->setContent(streamed_);
         card->setStatus(QStringLiteral("Writing\u2026 %1 tokens").arg(update.generatedTokens));
     }
-    showContextUse(update.contextUsed, update.contextLength, update.tokensPerSecond);
+    if (chatId_ == streamingChat_) showContextUse(update.contextUsed, update.contextLength, update.tokensPerSecond);
     if (sinceSave_.elapsed() >= kSaveIntervalMs) {
-        store_->updateMessage(streamingMessage_, streamed_, {{"model", engine_->model() ? engine_->model()->name : QString()}, {"partial", true}});
+        store_->updateMessage(streamingMessage_, streamed_, {{"model", streamingModel_}, {"partial", true}});
         sinceSave_.restart();
     }
 }
@@ -580,27 +618,40 @@ void ChatPane::onUpdate(const GenerationUpdate& update) {
 void ChatPane::onFinished(const GenerationResult& result) {
     if (result.requestId != request_ || !streamingMessage_) return;
     const qint64 messageId = streamingMessage_;
+    const bool shown = chatId_ == streamingChat_;
     streamingMessage_ = 0;
     request_ = 0;
-    const QString text = result.stopReason == QLatin1String("error") ? streamed_ : result.text;
-    store_->updateMessage(messageId, text, result.toMeta(engine_->model() ? engine_->model()->name : QString()));
+    const QString text = result.stopReason == QLatin1String("error") || result.stopReason == QLatin1String("context_full")
+                             ? streamed_
+                             : result.text;
+    store_->updateMessage(messageId, text, result.toMeta(streamingModel_));
     if (MessageCard* card = messages_->cardFor(messageId)) {
         card->setContent(text);
         card->setBusy(false);
         QString status = QStringLiteral("%1 tokens \u00b7 %2 tokens/s").arg(result.generatedTokens).arg(result.tokensPerSecond, 0, 'f', 1);
         if (result.stopReason == QLatin1String("cancelled")) status += QStringLiteral(" \u00b7 stopped");
+        if (result.stopReason == QLatin1String("context_full")) status = QStringLiteral("No reply: the context is full.");
         if (result.stopReason == QLatin1String("error")) status = QStringLiteral("Error: ") + result.error;
         card->setStatus(status);
     }
-    showContextUse(result.contextUsed, result.contextLength, result.tokensPerSecond);
-    if (result.stopReason == QLatin1String("context_full")) {
-        banner_->setText(QStringLiteral("The context is full (%1 tokens): the model cannot read more of this chat. Start a new chat, "
-                                        "or raise the context length in Settings and load the model again.")
-                             .arg(result.contextLength));
-        banner_->show();
+    if (shown) {
+        showContextUse(result.contextUsed, result.contextLength, result.tokensPerSecond);
+        if (result.stopReason == QLatin1String("context_full")) {
+            banner_->setText(QStringLiteral("The context is full (%1 of %2 tokens): the model cannot read more of this chat. Start a "
+                                            "new chat, or raise the context length in Settings and load the model again.")
+                                 .arg(result.contextUsed)
+                                 .arg(result.contextLength));
+            banner_->show();
+        }
     }
     chatList_->refresh();
     updateComposer();
+}
+
+void ChatPane::saveInterruptedReply() {
+    if (!streamingMessage_) return;
+    store_->updateMessage(streamingMessage_, streamed_,
+                          {{"model", streamingModel_}, {"stop", QStringLiteral("cancelled")}, {"tokens", streamedTokens_}});
 }
 
 void ChatPane::stop() {
@@ -659,11 +710,15 @@ void ChatPane::deleteChat(qint64 chatId) {
 }
 
 qint64 ChatPane::importChat(const QString& file, QString* error) {
+    constexpr qint64 kMaxImportBytes = 256ll << 20;  // far above any chat; the file is read whole
     QFile in(file);
     QJsonParseError parse{};
-    const QJsonDocument document = in.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(in.readAll(), &parse) : QJsonDocument();
+    const bool readable = in.open(QIODevice::ReadOnly) && in.size() <= kMaxImportBytes;
+    const QJsonDocument document = readable ? QJsonDocument::fromJson(in.readAll(), &parse) : QJsonDocument();
     qint64 id = 0;
-    if (!in.isOpen()) {
+    if (in.isOpen() && !readable) {
+        if (error) *error = QStringLiteral("%1: too large for a chat (%2 bytes)").arg(file).arg(in.size());
+    } else if (!in.isOpen()) {
         if (error) *error = QStringLiteral("%1: %2").arg(file, in.errorString());
     } else if (!document.isObject()) {
         if (error) *error = QStringLiteral("%1: not a JSON object (%2)").arg(file, parse.errorString());

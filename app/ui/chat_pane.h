@@ -20,6 +20,7 @@ class QListView;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
+class QTimer;
 
 namespace studio {
 
@@ -40,6 +41,8 @@ public:
     void showSibling(qint64 messageId, int offset);
     void stop();
     bool generating() const { return streamingMessage_ != 0; }
+    // Saves the reply being written as it stands (the app is closing and the engine stops).
+    void saveInterruptedReply();
     MessageView* messageView() const { return messages_; }
     ChatListModel* chatList() const { return chatList_; }
 
@@ -61,6 +64,7 @@ signals:
     void modelsRequested();  // "choose a model" leads to the Models pane
 
 private:
+    void showChat(qint64 chatId);
     QWidget* createSidebar();
     QWidget* createSettingsPanel();
     void startReply(qint64 userMessageId);
@@ -115,7 +119,12 @@ private:
     qint64 editing_ = 0;           // the user message being edited
     quint64 request_ = 0;          // the engine request being streamed
     qint64 streamingMessage_ = 0;  // the assistant message it fills
+    qint64 streamingChat_ = 0;
+    QString streamingModel_;
+    qint64 streamedTokens_ = 0;
     QString streamed_;
+    QTimer* settingsSave_ = nullptr;  // edits of the chat's settings are saved once typing pauses
+    QTimer* searchDelay_ = nullptr;
     QElapsedTimer sinceSave_;
 };
 

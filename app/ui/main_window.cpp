@@ -204,9 +204,12 @@ MainWindow::MainWindow(QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
-    // The engine stops and joins its thread before the panes that listen to it go.
-    if (engine_) engine_->stop();
+    // The reply being written is saved as far as it got; the engine stops and joins its thread;
+    // then the panes go, before the engine thread's and hub's objects and the store they use.
+    chatPane_->saveInterruptedReply();
     engine_.reset();
+    delete takeCentralWidget();
+    hub_.reset();
 }
 
 QStringList MainWindow::paneNames() {

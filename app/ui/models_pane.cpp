@@ -231,7 +231,7 @@ QWidget* ModelsPane::createDownloadTab() {
         if (repo != variantsRepo_) return;
         variants_->clear();
         variants_->setPlaceholderText(error.isEmpty() ? QStringLiteral("No model files in this repo") : error);
-        const uint64_t available = oxinfer::detect_platform().available_ram_bytes;
+        const uint64_t available = oxinfer::platform().available_ram_bytes;
         for (const ModelVariant& v : variants)
             variants_->addItem(QStringLiteral("%1 \u00b7 %2%3").arg(v.name, bytesText(v.bytes),
                                                                    uint64_t(v.bytes) > available ? QStringLiteral(" \u00b7 does not fit in memory") : QString()),
@@ -291,7 +291,7 @@ void ModelsPane::addFolder(const QString& folder) {
 
 void ModelsPane::loadSelected() {
     const QModelIndexList rows = table_->selectionModel()->selectedRows();
-    if (rows.isEmpty()) return;
+    if (rows.isEmpty() || engine_->state() != Engine::State::Idle) return;
     engine_->loadModel(rows.first().data(LocalModelsModel::PathRole).toString(), AppSettings::loadSettings());
 }
 

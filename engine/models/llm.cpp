@@ -305,6 +305,11 @@ std::vector<int32_t> Session::draft_after(int32_t next, int64_t count) {
     return {static_cast<int32_t>(kernels::argmax(logits.data(), model_.config().vocab_size))};
 }
 
+namespace {
+// Prompt tokens evaluated between two looks at cancel(): the models' prefill chunk.
+constexpr size_t kPromptChunk = 512;
+}  // namespace
+
 GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token) {
     const auto start = Clock::now();
     cancel_.store(false, std::memory_order_relaxed);
@@ -335,7 +340,22 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
         common = static_cast<size_t>(truncate(state_->hidden_rows));
     if (draft_model && state_->hidden_rows != static_cast<int64_t>(common)) state_->restart_hidden(static_cast<int64_t>(common));
     result.stats.reused_prompt_tokens = static_cast<int64_t>(common);
-    std::vector<float> logits = run(prompt.subspan(common), false, drafting);
+    // A long prompt goes in pieces of the models' own prefill chunk (the same work as one call),
+    // so that cancel() stops it too. The last piece is a whole chunk: a model that treats a
+    // prompt's end specially (Qwen3.5's snapshot before the last token) sees it as before.
+    std::vector<float> logits;
+    size_t at = common;
+    while (prompt.size() - at > kPromptChunk) {
+        const size_t piece = (prompt.size() - at - 1) % kPromptChunk + 1;
+        run(prompt.subspan(at, piece), false, drafting);
+        at += piece;
+        if (cancel_.load(std::memory_order_relaxed)) {
+            result.stop = StopReason::Cancelled;
+            result.stats.prefill_seconds = seconds_since(start);
+            return result;
+        }
+    }
+    logits = run(prompt.subspan(at), false, drafting);
     result.stats.prefill_seconds = seconds_since(start);
 
     std::vector<int32_t> stops = options.stop_tokens;

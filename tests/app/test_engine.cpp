@@ -133,6 +133,56 @@ private slots:
         QCOMPARE(finished.last().first().value<studio::GenerationResult>().generatedTokens, qint64(5));
     }
 
+    // Stop also ends a long prompt (between its 512-token pieces), before any token.
+    void stopEndsALongPrompt() {
+        Engine engine;
+        QSignalSpy loaded(&engine, &Engine::modelLoaded);
+        engine.loadModel(model_, {});
+        QVERIFY(loaded.wait(30000));
+        QSignalSpy finished(&engine, &Engine::generationFinished);
+        QStringList words;
+        for (int i = 0; i < 700; ++i) words << QStringLiteral("word%1").arg(i % 10);
+        engine.generate(request(words.join(QLatin1Char(' ')), 20));  // thousands of tokens with this vocabulary
+        QTest::qWait(100);
+        engine.stop();
+        QVERIFY(finished.wait(30000));
+        const auto result = finished.first().first().value<studio::GenerationResult>();
+        QCOMPARE(result.stopReason, QStringLiteral("cancelled"));
+        QCOMPARE(result.generatedTokens, qint64(0));
+    }
+
+    // A chat longer than the context is reported as a full context, not as an engine error.
+    void chatLongerThanTheContextIsContextFull() {
+        Engine engine;
+        QSignalSpy loaded(&engine, &Engine::modelLoaded);
+        studio::LoadSettings small;
+        small.contextLength = 64;
+        engine.loadModel(model_, small);
+        QVERIFY(loaded.wait(30000));
+        QSignalSpy finished(&engine, &Engine::generationFinished);
+        engine.generate(request(QString(QStringLiteral("many words ")).repeated(40), 5));
+        QVERIFY(finished.wait(30000));
+        const auto result = finished.first().first().value<studio::GenerationResult>();
+        QCOMPARE(result.stopReason, QStringLiteral("context_full"));
+        QVERIFY(result.contextUsed >= 64);
+        QCOMPARE(result.contextLength, qint64(64));
+    }
+
+    // Requests run in order; the state says what is still to come.
+    void stateFollowsPendingRequests() {
+        Engine engine;
+        QSignalSpy loaded(&engine, &Engine::modelLoaded);
+        QSignalSpy finished(&engine, &Engine::generationFinished);
+        engine.loadModel(model_, {});
+        engine.generate(request(QStringLiteral("hi"), 3));  // queued behind the load
+        QCOMPARE(engine.state(), Engine::State::Loading);
+        QVERIFY(loaded.wait(30000));
+        QVERIFY(engine.state() != Engine::State::Loading);
+        QVERIFY(finished.size() == 1 || finished.wait(30000));
+        QCOMPARE(engine.state(), Engine::State::Idle);
+        QCOMPARE(finished.first().first().value<studio::GenerationResult>().generatedTokens, qint64(3));
+    }
+
     // The history of a branch is what the model sees: the same history gives the same reply.
     void historyIsTheBranch() {
         Engine engine;

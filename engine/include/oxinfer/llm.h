@@ -153,7 +153,8 @@ public:
     void reset() { truncate(0); }
     const std::vector<int32_t>& tokens() const { return tokens_; }
     uint64_t kv_cache_bytes() const;  // allocated now
-    // Thread-safe: stops the generation in progress before its next token.
+    // Thread-safe: stops the generation in progress before its next token (or, in a long prompt,
+    // its next 512 prompt tokens). A generate() that has not started yet is not affected.
     void cancel() { cancel_.store(true, std::memory_order_relaxed); }
 
 private:
