@@ -50,6 +50,9 @@ else()
   set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
   # Dependencies (Qt 6, libstdc++, ...) read from the binaries by dpkg-shlibdeps (package dpkg-dev).
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+  # Plugins Qt loads at run time, which dpkg-shlibdeps cannot see: the SQLite driver the app keeps
+  # its chats with, and the platform plugins (xcb, wayland) its window needs.
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libqt6sql6-sqlite, qt6-qpa-plugins")
 endif()
 
 include(CPack)
