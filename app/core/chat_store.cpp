@@ -278,22 +278,22 @@ std::optional<ChatInfo> ChatStore::chat(qint64 id) const {
 
 qint64 ChatStore::createChat(const QString& title, const QString& systemPrompt, const QJsonObject& settings) {
     qint64 id = 0;
-    inTransaction([&] {
-        auto query = prepare(QStringLiteral("INSERT INTO chats (title, created, updated, system_prompt, settings)"
-                                            " VALUES (:title, :created, %1, :prompt, :settings)")
-                                 .arg(kNextUpdated));
-        if (!query) return false;
-        const qint64 now = nowMs();
-        query->bindValue(QStringLiteral(":title"), notNull(title));
-        query->bindValue(QStringLiteral(":created"), now);
-        query->bindValue(QStringLiteral(":now"), now);
-        query->bindValue(QStringLiteral(":prompt"), notNull(systemPrompt));
-        query->bindValue(QStringLiteral(":settings"), jsonText(settings));
-        if (!run(*query, QStringLiteral("cannot create a chat"))) return false;
-        id = query->lastInsertId().toLongLong();
-        return true;
-    });
+    inTransaction([&] { return (id = insertChat(title, nowMs(), systemPrompt, settings)) != 0; });
     return id;
+}
+
+qint64 ChatStore::insertChat(const QString& title, qint64 createdMs, const QString& systemPrompt, const QJsonObject& settings) {
+    auto query = prepare(QStringLiteral("INSERT INTO chats (title, created, updated, system_prompt, settings)"
+                                        " VALUES (:title, :created, %1, :prompt, :settings)")
+                             .arg(kNextUpdated));
+    if (!query) return 0;
+    query->bindValue(QStringLiteral(":title"), notNull(title));
+    query->bindValue(QStringLiteral(":created"), createdMs);
+    query->bindValue(QStringLiteral(":now"), nowMs());
+    query->bindValue(QStringLiteral(":prompt"), notNull(systemPrompt));
+    query->bindValue(QStringLiteral(":settings"), jsonText(settings));
+    if (!run(*query, QStringLiteral("cannot create a chat"))) return 0;
+    return query->lastInsertId().toLongLong();
 }
 
 bool ChatStore::renameChat(qint64 id, const QString& title) {
@@ -509,17 +509,10 @@ qint64 ChatStore::importJson(const QJsonObject& chat) {
     };
     qint64 id = 0;
     inTransaction([&] {
-        auto query = prepare(QStringLiteral("INSERT INTO chats (title, created, updated, system_prompt, settings)"
-                                            " VALUES (:title, :created, %1, :prompt, :settings)")
-                                 .arg(kNextUpdated));
-        if (!query) return false;
-        query->bindValue(QStringLiteral(":title"), notNull(chat.value(QStringLiteral("title")).toString(QStringLiteral("Imported chat"))));
-        query->bindValue(QStringLiteral(":created"), timeOf(chat.value(QStringLiteral("created"))));
-        query->bindValue(QStringLiteral(":now"), now);
-        query->bindValue(QStringLiteral(":prompt"), notNull(chat.value(QStringLiteral("systemPrompt")).toString()));
-        query->bindValue(QStringLiteral(":settings"), jsonText(chat.value(QStringLiteral("settings")).toObject()));
-        if (!run(*query, QStringLiteral("cannot create a chat"))) return false;
-        const qint64 chatId = query->lastInsertId().toLongLong();
+        const qint64 chatId = insertChat(chat.value(QStringLiteral("title")).toString(QStringLiteral("Imported chat")),
+                                         timeOf(chat.value(QStringLiteral("created"))),
+                                         chat.value(QStringLiteral("systemPrompt")).toString(), chat.value(QStringLiteral("settings")).toObject());
+        if (!chatId) return false;
         // Parents before children, whatever the order in the file (ids in the file are the file's
         // own): from the roots down, each message's children in the order of their ids.
         QHash<qint64, QList<QJsonObject>> childrenOf;  // by the parent's id in the file; roots under -1

@@ -101,7 +101,8 @@ public:
     qint64 importJson(const QJsonObject& chat);
 
 private:
-    // Inserts one message, inside a transaction the caller holds.
+    // Insert one chat / message, inside a transaction the caller holds; 0 on failure.
+    qint64 insertChat(const QString& title, qint64 createdMs, const QString& systemPrompt, const QJsonObject& settings);
     qint64 insertMessage(qint64 chatId, qint64 parentId, const QString& role, const QString& content, qint64 createdMs,
                          const QJsonObject& meta);
     bool openFile(const QString& path);

@@ -425,10 +425,7 @@ void ChatPane::openChat(qint64 chatId) {
 }
 
 void ChatPane::showChat(qint64 chatId) {
-    if (settingsSave_->isActive()) {
-        settingsSave_->stop();
-        saveChatSettings();
-    }
+    flushChatSettings();
     if (generating()) stop();
     chatId_ = chatId;
     editing_ = 0;
@@ -458,6 +455,12 @@ void ChatPane::loadChatSettings() {
     const int thinking = chat ? chat->settings.value("thinking").toInt(-1) : -1;
     thinking_->setCurrentIndex(thinking < 0 ? 0 : thinking == 0 ? 1 : 2);
     loadingSettings_ = false;
+}
+
+void ChatPane::flushChatSettings() {
+    if (!settingsSave_->isActive()) return;
+    settingsSave_->stop();
+    saveChatSettings();
 }
 
 void ChatPane::saveChatSettings() {
@@ -526,10 +529,7 @@ void ChatPane::sendMessage(const QString& text) {
     if ((text.trimmed().isEmpty() && attached_.isEmpty()) || generating() || !engine_->hasModel() ||
         engine_->state() != Engine::State::Idle)
         return;
-    if (settingsSave_->isActive()) {
-        settingsSave_->stop();
-        saveChatSettings();
-    }
+    flushChatSettings();
     const QString title = chatTitleFrom(text.trimmed().isEmpty() ? attached_.first().name : text);
     qint64 parent = 0;
     if (chatId_ == 0) {
@@ -564,10 +564,7 @@ void ChatPane::sendMessage(const QString& text) {
 void ChatPane::startReply(qint64 userMessageId) {
     const auto user = store_->message(userMessageId);
     if (!user || generating() || !engine_->hasModel() || engine_->state() != Engine::State::Idle) return;
-    if (settingsSave_->isActive()) {
-        settingsSave_->stop();
-        saveChatSettings();
-    }
+    flushChatSettings();
     ChatRequest request;
     const auto chat = store_->chat(chatId_);
     request.systemPrompt = chat ? chat->systemPrompt : QString();

@@ -71,6 +71,7 @@ private:
     void showCurrentBranch();
     void loadChatSettings();
     void saveChatSettings();
+    void flushChatSettings();  // a save still waiting for typing to pause, now
     void updateModelRow();
     void updateComposer();
     void onUpdate(const GenerationUpdate& update);

@@ -12,6 +12,7 @@
 #include "ui/message_view.h"
 
 #include "chat_test_model.h"
+#include "event_loop_probe.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -41,27 +42,6 @@ using studio::MessageCard;
 
 namespace {
 
-// The longest gap, in ms, between 5 ms timer ticks of this thread's event loop.
-class EventLoopProbe {
-public:
-    EventLoopProbe() {
-        timer_.setInterval(5);
-        QObject::connect(&timer_, &QTimer::timeout, [this] {
-            const qint64 now = clock_.nsecsElapsed();
-            worst_ = std::max(worst_, (now - last_) / 1e6);
-            last_ = now;
-        });
-        clock_.start();
-        timer_.start();
-    }
-    double worstGapMs() const { return worst_; }
-
-private:
-    QTimer timer_;
-    QElapsedTimer clock_;
-    qint64 last_ = 0;
-    double worst_ = 0;
-};
 
 // The environment every window of the test uses: its own settings, chats, models and no cache.
 void isolate(const QString& root) {
@@ -157,7 +137,7 @@ private slots:
             QCOMPARE(window.localModels()->entries().first().id, QStringLiteral("chat-model"));
             QVERIFY(studio::LocalModelsModel::fits(window.localModels()->entries().first()));
 
-            EventLoopProbe probe;
+            oxinfer::test::EventLoopProbe probe;
             QVERIFY(loadModel(window));
             ChatPane* pane = window.chatPane();
             auto* sendButton = pane->findChild<QPushButton*>(QStringLiteral("sendButton"));

@@ -4,6 +4,7 @@
 #include "core/engine.h"
 
 #include "chat_test_model.h"
+#include "event_loop_probe.h"
 
 #include <QElapsedTimer>
 #include <QSignalSpy>
@@ -16,28 +17,6 @@ using studio::Engine;
 
 namespace {
 
-// Measures the longest time the event loop of the current thread took to answer a 5 ms timer.
-class EventLoopProbe {
-public:
-    EventLoopProbe() {
-        timer_.setInterval(5);
-        QObject::connect(&timer_, &QTimer::timeout, [this] {
-            const qint64 now = clock_.nsecsElapsed();
-            worstGapMs_ = std::max(worstGapMs_, (now - last_) / 1e6);
-            last_ = now;
-        });
-        clock_.start();
-        last_ = 0;
-        timer_.start();
-    }
-    double worstGapMs() const { return worstGapMs_; }
-
-private:
-    QTimer timer_;
-    QElapsedTimer clock_;
-    qint64 last_ = 0;
-    double worstGapMs_ = 0;
-};
 
 studio::ChatRequest request(const QString& text, int maxTokens) {
     studio::ChatRequest r;
@@ -62,7 +41,7 @@ private slots:
     void loadsOnTheEngineThreadAndKeepsTheUiResponsive() {
         Engine engine;
         QSignalSpy loaded(&engine, &Engine::modelLoaded);
-        EventLoopProbe probe;
+        oxinfer::test::EventLoopProbe probe;
         engine.loadModel(model_, {});
         QCOMPARE(engine.state(), Engine::State::Loading);
         QVERIFY(loaded.wait(30000));
