@@ -97,12 +97,6 @@ QFrame* codeBlock(const MessageParts::Segment& segment, QWidget* parent) {
     headerLayout->addWidget(language, 1);
     auto* copy = actionButton(QStringLiteral("Copy"), QStringLiteral("Copy the code"), header);
     copy->setObjectName(QStringLiteral("copyCode"));
-    const QString text = segment.text;
-    QObject::connect(copy, &QToolButton::clicked, copy, [copy, text] {
-        QApplication::clipboard()->setText(text);
-        copy->setText(QStringLiteral("Copied"));
-        QTimer::singleShot(1500, copy, [copy] { copy->setText(QStringLiteral("Copy")); });
-    });
     headerLayout->addWidget(copy);
     layout->addWidget(header);
     auto* code = new QLabel(segment.text, frame);
@@ -113,6 +107,12 @@ QFrame* codeBlock(const MessageParts::Segment& segment, QWidget* parent) {
     code->setContentsMargins(10, 8, 10, 8);
     code->setWordWrap(true);
     layout->addWidget(code);
+    // The text as shown now: a block still being written grows in place.
+    QObject::connect(copy, &QToolButton::clicked, copy, [copy, code] {
+        QApplication::clipboard()->setText(code->text());
+        copy->setText(QStringLiteral("Copied"));
+        QTimer::singleShot(1500, copy, [copy] { copy->setText(QStringLiteral("Copy")); });
+    });
     return frame;
 }
 
@@ -209,36 +209,57 @@ QString MessageCard::renderedText() const {
 }
 
 void MessageCard::render() {
-    while (QLayoutItem* item = body_->takeAt(0)) {
-        delete item->widget();
-        delete item;
-    }
     const MessageParts parts = MessageParts::parse(message_.content);
     QWidget* parent = body_->parentWidget();
-    if (!parts.reasoning.isEmpty() || parts.reasoningOpen) {
-        auto* toggle = actionButton(parts.reasoningOpen ? QStringLiteral("Thinking\u2026") : QStringLiteral("Reasoning"),
-                                    QStringLiteral("Show or hide the model's reasoning"), parent);
-        toggle->setObjectName(QStringLiteral("reasoningToggle"));
-        toggle->setCheckable(true);
-        toggle->setChecked(reasoningExpanded_);
-        toggle->setArrowType(reasoningExpanded_ ? Qt::DownArrow : Qt::RightArrow);
-        toggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-        auto* reasoning = new QLabel(parts.reasoning, parent);
-        reasoning->setObjectName(QStringLiteral("reasoningText"));
-        reasoning->setWordWrap(true);
-        reasoning->setTextFormat(Qt::PlainText);
-        reasoning->setTextInteractionFlags(Qt::TextSelectableByMouse);
-        reasoning->setVisible(reasoningExpanded_);
-        connect(toggle, &QToolButton::toggled, this, [this, toggle, reasoning](bool on) {
+    const bool reasoning = !parts.reasoning.isEmpty() || parts.reasoningOpen;
+    if (reasoning && !reasoningToggle_) {
+        reasoningToggle_ = actionButton(QString(), QStringLiteral("Show or hide the model's reasoning"), parent);
+        reasoningToggle_->setObjectName(QStringLiteral("reasoningToggle"));
+        reasoningToggle_->setCheckable(true);
+        reasoningToggle_->setChecked(reasoningExpanded_);
+        reasoningToggle_->setArrowType(reasoningExpanded_ ? Qt::DownArrow : Qt::RightArrow);
+        reasoningToggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        reasoningText_ = new QLabel(parent);
+        reasoningText_->setObjectName(QStringLiteral("reasoningText"));
+        reasoningText_->setWordWrap(true);
+        reasoningText_->setTextFormat(Qt::PlainText);
+        reasoningText_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        reasoningText_->setVisible(reasoningExpanded_);
+        connect(reasoningToggle_, &QToolButton::toggled, this, [this](bool on) {
             reasoningExpanded_ = on;
-            toggle->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-            reasoning->setVisible(on);
+            reasoningToggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+            reasoningText_->setVisible(on);
         });
-        body_->addWidget(toggle, 0, Qt::AlignLeft);
-        body_->addWidget(reasoning);
+        body_->insertWidget(0, reasoningToggle_, 0, Qt::AlignLeft);
+        body_->insertWidget(1, reasoningText_);
+    } else if (!reasoning && reasoningToggle_) {
+        delete reasoningToggle_;
+        delete reasoningText_;
+        reasoningToggle_ = nullptr;
+        reasoningText_ = nullptr;
     }
-    for (const auto& segment : parts.segments)
-        body_->addWidget(segment.code ? static_cast<QWidget*>(codeBlock(segment, parent)) : markdownLabel(segment.text, parent));
+    if (reasoningToggle_) {
+        reasoningToggle_->setText(parts.reasoningOpen ? QStringLiteral("Thinking\u2026") : QStringLiteral("Reasoning"));
+        if (reasoningText_->text() != parts.reasoning) reasoningText_->setText(parts.reasoning);
+    }
+
+    qsizetype next = 0;
+    while (next < shownSegments_.size() && next < parts.segments.size() && shownSegments_[next] == parts.segments[next]) ++next;
+    if (next < shownSegments_.size() && next < parts.segments.size() && shownSegments_[next].code == parts.segments[next].code &&
+        shownSegments_[next].language == parts.segments[next].language) {
+        QWidget* widget = segmentWidgets_[next];
+        QLabel* label = parts.segments[next].code ? widget->findChild<QLabel*>(QStringLiteral("codeText")) : static_cast<QLabel*>(widget);
+        label->setText(parts.segments[next].text);
+        ++next;
+    }
+    while (segmentWidgets_.size() > next) delete segmentWidgets_.takeLast();
+    for (qsizetype i = next; i < parts.segments.size(); ++i) {
+        const auto& segment = parts.segments[i];
+        QWidget* widget = segment.code ? static_cast<QWidget*>(codeBlock(segment, parent)) : markdownLabel(segment.text, parent);
+        body_->addWidget(widget);
+        segmentWidgets_.append(widget);
+    }
+    shownSegments_ = parts.segments;
 }
 
 MessageView::MessageView(QWidget* parent) : QScrollArea(parent) {

@@ -24,6 +24,7 @@ struct MessageParts {
         bool code = false;
         QString language;       // after the opening fence
         QString text;
+        bool operator==(const Segment&) const = default;
     };
     QList<Segment> segments;    // the answer after the reasoning
     static MessageParts parse(const QString& content);
@@ -48,6 +49,8 @@ signals:
     void siblingRequested(qint64 messageId, int offset);  // -1 previous, +1 next
 
 private:
+    // Shows message_.content. While a reply streams only its growing end changes: the widgets of
+    // unchanged segments stay, and the last one takes its new text in place.
     void render();
 
     ChatMessage message_;
@@ -57,6 +60,10 @@ private:
     QLabel* status_ = nullptr;
     QWidget* actions_ = nullptr;
     bool reasoningExpanded_ = false;
+    QToolButton* reasoningToggle_ = nullptr;
+    QLabel* reasoningText_ = nullptr;
+    QList<MessageParts::Segment> shownSegments_;
+    QList<QWidget*> segmentWidgets_;
 };
 
 class MessageView : public QScrollArea {

@@ -2,6 +2,8 @@
 
 #include "ui/message_view.h"
 
+#include <QApplication>
+#include <QClipboard>
 #include <QLabel>
 #include <QTemporaryDir>
 #include <QToolButton>
@@ -78,6 +80,37 @@ private slots:
         QCOMPARE(view.cards().last()->siblingCount(), 2);
         QCOMPARE(view.cardFor(regenerated), view.cards().last());
         QCOMPARE(view.cardFor(question), nullptr);
+    }
+
+    // While a reply streams, its finished parts keep their widgets and the growing one changes in
+    // place (no re-layout of the whole reply at every update).
+    void streamingUpdatesOnlyTheGrowingEnd() {
+        studio::ChatMessage message;
+        message.role = QStringLiteral("assistant");
+        message.content = QStringLiteral("<think>hmm");
+        studio::MessageCard card(message, 0, 1);
+        auto* toggle = card.findChild<QToolButton*>(QStringLiteral("reasoningToggle"));
+        QCOMPARE(toggle->text(), QStringLiteral("Thinking\u2026"));
+        card.setContent(QStringLiteral("<think>hmm, yes</think>Intro\n```py\nx"));
+        QCOMPARE(card.findChild<QToolButton*>(QStringLiteral("reasoningToggle")), toggle);
+        QCOMPARE(toggle->text(), QStringLiteral("Reasoning"));
+        QCOMPARE(card.findChild<QLabel*>(QStringLiteral("reasoningText"))->text(), QStringLiteral("hmm, yes"));
+        auto* intro = card.findChild<QLabel*>(QStringLiteral("messageText"));
+        auto* code = card.findChild<QLabel*>(QStringLiteral("codeText"));
+        QCOMPARE(code->text(), QStringLiteral("x"));
+        card.setContent(QStringLiteral("<think>hmm, yes</think>Intro\n```py\nx = 1\n```\nDone."));
+        QCOMPARE(card.findChild<QLabel*>(QStringLiteral("codeText")), code);
+        QCOMPARE(code->text(), QStringLiteral("x = 1"));
+        const QList<QLabel*> texts = card.findChildren<QLabel*>(QStringLiteral("messageText"));
+        QCOMPARE(texts.size(), 2);
+        QVERIFY(texts.contains(intro));
+        card.findChild<QToolButton*>(QStringLiteral("copyCode"))->click();
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("x = 1"));
+        // Content that changes earlier (an edit) is shown whole and right.
+        card.setContent(QStringLiteral("Only text"));
+        QVERIFY(!card.findChild<QToolButton*>(QStringLiteral("reasoningToggle")));
+        QVERIFY(!card.findChild<QLabel*>(QStringLiteral("codeText")));
+        QCOMPARE(card.renderedText(), QStringLiteral("Only text"));
     }
 
     void cardShowsReasoningCollapsedAndCodeWithCopy() {
