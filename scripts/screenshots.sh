@@ -47,6 +47,12 @@ for pane in chat models settings transcribe; do
   "$studio" "${args[@]}"
   echo "docs/studio/$pane.png"
 done
+# The chat again in the dark theme (the setting the Settings pane writes).
+mkdir -p "$XDG_CONFIG_HOME/oxinfer"
+printf '[ui]\ntheme=dark\n' > "$XDG_CONFIG_HOME/oxinfer/Oxinfer Studio.conf"
+"$studio" --screenshot docs/studio/chat-dark.png --pane chat --model "$profile/models/qwen3-tiny-test"
+echo "docs/studio/chat-dark.png"
+rm "$XDG_CONFIG_HOME/oxinfer/Oxinfer Studio.conf"
 # The first-run page: no model on the computer yet.
 rm -rf "$profile/models"/* "$profile/data"
 "$studio" --screenshot docs/studio/first-run.png

@@ -30,7 +30,13 @@ void applyTheme(Theme theme) {
         p.setColor(QPalette::Window, window);
         p.setColor(QPalette::WindowText, text);
         p.setColor(QPalette::Base, base);
-        p.setColor(QPalette::AlternateBase, window);
+        p.setColor(QPalette::AlternateBase, QColor(0x27, 0x2e, 0x37));
+        // The frame shades (card and code block borders) dark too, not Qt's light defaults.
+        p.setColor(QPalette::Light, QColor(0x59, 0x63, 0x6f));
+        p.setColor(QPalette::Midlight, QColor(0x3a, 0x42, 0x4c));
+        p.setColor(QPalette::Mid, QColor(0x4a, 0x53, 0x5e));
+        p.setColor(QPalette::Dark, QColor(0x11, 0x14, 0x18));
+        p.setColor(QPalette::Shadow, Qt::black);
         p.setColor(QPalette::Text, text);
         p.setColor(QPalette::Button, window);
         p.setColor(QPalette::ButtonText, text);
