@@ -106,6 +106,9 @@ int run_generate(const std::vector<std::string>& argv) {
         Session session(*model);
         result = session.generate(prompt, generate, stream);
     }
+    if (result.stop == StopReason::ContextFull && result.tokens.empty())
+        throw Error("generate", "the prompt's " + std::to_string(result.stats.prompt_tokens) + " tokens do not fit in the context length of " +
+                                    std::to_string(model->context_length()) + " (--ctx sets it)");
     if (as_json) {
         nlohmann::json out = {{"ids", result.tokens},
                               {"text", result.text},
@@ -174,6 +177,9 @@ int run_chat(const std::vector<std::string>& argv) {
         g_replying.store(&conversation);
         const GenerationResult result = conversation.reply(line, generate, streaming_printer(true));
         g_replying.store(nullptr);
+        if (result.stop == StopReason::ContextFull && result.tokens.empty())
+            std::printf("(the conversation no longer fits in the context of %lld tokens: /reset starts over, --ctx sets the length)",
+                        static_cast<long long>(model->context_length()));
         std::printf("\n");
         if (terminal || args.flag("profile")) print_stats(result);
     }

@@ -162,6 +162,23 @@ private slots:
         QVERIFY2(out.contains("(conversation reset)") && out.contains("(system prompt set, conversation reset)"), qPrintable(out));
     }
 
+    // A prompt longer than --ctx: `generate` fails naming both lengths; `chat` says so and goes on.
+    void prompt_longer_than_the_context() {
+        const auto generated = run_cli({"generate", "--model", path_of(kDir / "qwen3" / "hf"), "--ctx", "4", "--tokens", "1 2 3 4 5", "-n", "2"});
+        QCOMPARE(generated.exit_code, 1);
+        QVERIFY2(generated.err.contains("the prompt's 5 tokens do not fit in the context length of 4 (--ctx sets it)"), generated.err.constData());
+
+        QProcess process;
+        process.start(QStringLiteral(OXINFER_CLI_PATH), {"chat", "--model", path_of(kDir / "qwen3" / "hf"), "--ctx", "8", "-n", "2", "-t", "2"});
+        QVERIFY(process.waitForStarted());
+        process.write("Hello\nHello again\n/quit\n");
+        process.closeWriteChannel();
+        QVERIFY(process.waitForFinished(60000));
+        QCOMPARE(process.exitCode(), 0);
+        const QString out = process.readAllStandardOutput();
+        QCOMPARE(out.count("(the conversation no longer fits in the context of 8 tokens: /reset starts over, --ctx sets the length)"), 2);
+    }
+
     void synth_then_bench() {
         QTemporaryDir dir;
         // A small config of the Qwen3 family; the named shapes are real sizes (hundreds of MB).

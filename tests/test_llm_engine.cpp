@@ -206,6 +206,23 @@ private slots:
         QCOMPARE(result.stop, oxinfer::StopReason::ContextFull);
         QCOMPARE(session.tokens().size(), size_t{16});
         OXINFER_EXPECT_ERROR(session.evaluate(std::vector<int32_t>{1}), std::string("do not fit in the context length of 16"));
+
+        // A prompt longer than the context is not evaluated: no tokens, the cache as it was.
+        session.truncate(4);
+        const std::vector<int32_t> too_long(17, 1);
+        const auto refused = session.generate(too_long, greedy(4));
+        QCOMPARE(refused.stop, oxinfer::StopReason::ContextFull);
+        QVERIFY(refused.tokens.empty());
+        QCOMPARE(refused.stats.prompt_tokens, int64_t{17});
+        QCOMPARE(session.tokens().size(), size_t{4});
+        // A conversation that outgrows the context keeps its messages; the reply is not added.
+        oxinfer::Conversation chat(*model);
+        const std::string long_message(200, 'a');
+        QVERIFY(chat.prompt_tokens(long_message).size() > 16);
+        const auto unanswered = chat.reply(long_message, greedy(4));
+        QCOMPARE(unanswered.stop, oxinfer::StopReason::ContextFull);
+        QVERIFY(unanswered.tokens.empty());
+        QVERIFY(chat.messages().empty());
     }
 
     // f16 and bf16 caches round K and V to 11 and 8 significant bits; logits stay within 2e-2 and

@@ -233,23 +233,6 @@ void EngineWorker::generate(const ChatRequest& request) {
     conversation_->set_messages(std::move(history));
     conversation_->set_thinking(request.thinking < 0 ? std::optional<bool>() : std::optional<bool>(request.thinking == 1));
 
-    // A chat longer than the context cannot be answered: say so rather than fail in the engine.
-    try {
-        const qint64 promptTokens = qint64(conversation_->prompt_tokens(request.userMessage.toStdString()).size());
-        if (promptTokens >= result.contextLength) {
-            result.stopReason = QStringLiteral("context_full");
-            result.promptTokens = promptTokens;
-            result.contextUsed = promptTokens;
-            emit finished(result);
-            return;
-        }
-    } catch (const std::exception& error) {
-        result.stopReason = QStringLiteral("error");
-        result.error = QString::fromStdString(error.what());
-        emit finished(result);
-        return;
-    }
-
     oxinfer::GenerateOptions options;
     options.sampling = samplingParams(request.sampling);
     options.max_tokens = request.sampling.maxTokens;
@@ -293,7 +276,10 @@ void EngineWorker::generate(const ChatRequest& request) {
         result.promptTokensPerSecond = out.stats.prefill_tokens_per_second();
         result.tokensPerSecond = out.stats.decode_tokens_per_second();
         result.timeToFirstToken = out.stats.time_to_first_token;
-        result.contextUsed = qint64(conversation_->session().tokens().size()) + (out.tokens.empty() ? 0 : 1);
+        // A chat that does not fit is not evaluated: it would need all of its prompt.
+        result.contextUsed = out.stop == oxinfer::StopReason::ContextFull && out.tokens.empty()
+                                 ? out.stats.prompt_tokens
+                                 : qint64(conversation_->session().tokens().size()) + (out.tokens.empty() ? 0 : 1);
     } catch (const std::exception& error) {
         result.stopReason = QStringLiteral("error");
         result.error = QString::fromStdString(error.what());

@@ -627,7 +627,8 @@ void ChatPane::onFinished(const GenerationResult& result) {
         card->setBusy(false);
         QString status = QStringLiteral("%1 tokens \u00b7 %2 tokens/s").arg(result.generatedTokens).arg(result.tokensPerSecond, 0, 'f', 1);
         if (result.stopReason == QLatin1String("cancelled")) status += QStringLiteral(" \u00b7 stopped");
-        if (result.stopReason == QLatin1String("context_full")) status = QStringLiteral("No reply: the context is full.");
+        if (result.stopReason == QLatin1String("context_full"))
+            status = result.generatedTokens == 0 ? QStringLiteral("No reply: the context is full.") : status + QStringLiteral(" \u00b7 the context is full");
         if (result.stopReason == QLatin1String("error")) status = QStringLiteral("Error: ") + result.error;
         card->setStatus(status);
     }

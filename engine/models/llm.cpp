@@ -319,6 +319,10 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     GenerationResult result;
     result.stats.load_seconds = model_.load_seconds();
     result.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
+    if (result.stats.prompt_tokens > model_.context_length()) {
+        result.stop = StopReason::ContextFull;
+        return result;
+    }
 
     // Drafting needs the hidden states of the evaluated tokens: every one for the MTP head's input
     // (its state follows them), the last one for a draft model.
@@ -489,6 +493,7 @@ std::vector<int32_t> Conversation::prompt_tokens(const std::string& user_message
 GenerationResult Conversation::reply(const std::string& user_message, const GenerateOptions& options, const TokenCallback& on_token) {
     const std::vector<int32_t> prompt = prompt_tokens(user_message);
     GenerationResult result = session_.generate(prompt, options, on_token);
+    if (result.stop == StopReason::ContextFull && result.tokens.empty()) return result;  // the prompt did not fit
     messages_.push_back({{"role", "user"}, {"content", user_message}});
     messages_.push_back({{"role", "assistant"}, {"content", result.text}});
     return result;

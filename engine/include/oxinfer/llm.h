@@ -144,7 +144,9 @@ public:
     std::vector<float> evaluate(std::span<const int32_t> tokens, bool all_positions = false);
     // Keeps the cache of the longest common prefix of the evaluated tokens and `prompt`, evaluates
     // the rest of the prompt, then generates. Afterwards tokens() holds the prompt and the
-    // generated tokens except the last one, which was sampled but never needed evaluating.
+    // generated tokens except the last one, which was sampled but never needed evaluating. A
+    // prompt longer than the context is not evaluated: stop is ContextFull, no token is generated
+    // and the cache is left as it was.
     GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options, const TokenCallback& on_token = {});
     // Keeps the first `tokens` evaluated tokens and returns how many were kept: fewer when the
     // model's recurrent state (Qwen3.5's DeltaNet layers) holds no snapshot there; the caller
@@ -189,6 +191,9 @@ public:
 
     // The prompt tokens for the conversation plus `user_message`, with the generation prompt.
     std::vector<int32_t> prompt_tokens(const std::string& user_message) const;
+    // Generates the assistant's answer and adds both messages. When the conversation with
+    // `user_message` no longer fits in the context, stop is ContextFull with no tokens and the
+    // messages stay as they were.
     GenerationResult reply(const std::string& user_message, const GenerateOptions& options, const TokenCallback& on_token = {});
     void cancel() { session_.cancel(); }
     Session& session() { return session_; }
