@@ -3,7 +3,8 @@
 // the mask, softmax and the weighted sum, reading the very values the cache holds (f16/bf16
 // caches are rounded once when written, and the reference reads those rounded values). Covers
 // causal prefill, decoding, grouped-query heads, odd head sizes, sliding windows over linear and
-// ring caches, softcapping, both scales, non-causal attention, and thread-count independence.
+// ring caches, softcapping, both scales, non-causal attention, and thread-count independence;
+// calls of 32 tokens and more take the prefill tiles (kv_dot_rows / kv_axpy_rows).
 
 #include "kernel_levels.h"
 #include "kernels/isa.h"
@@ -315,11 +316,14 @@ private slots:
 
     void head_layouts() {
         // Multi-head (kv = heads), multi-query (one kv head), odd head sizes, a continuation chunk
-        // (queries at 100..104 over cache [0, 105)).
+        // (queries at 100..104 over cache [0, 105)). The cases of 32 tokens and more take the
+        // prefill tiles: rows (tokens x group) that are not a multiple of the kernels' 4, odd key
+        // counts, head sizes that are not a multiple of 8 or 16.
         struct Case {
             int heads, kv_heads, head_dim, first, tokens;
         };
-        for (const Case& c : {Case{4, 4, 64, 0, 9}, Case{6, 1, 80, 0, 7}, Case{8, 2, 72, 100, 5}, Case{2, 2, 17, 0, 3}, Case{3, 1, 1, 0, 4}}) {
+        for (const Case& c : {Case{4, 4, 64, 0, 9}, Case{6, 1, 80, 0, 7}, Case{8, 2, 72, 100, 5}, Case{2, 2, 17, 0, 3}, Case{3, 1, 1, 0, 4},
+                              Case{3, 1, 72, 0, 37}, Case{6, 1, 80, 0, 33}, Case{2, 2, 17, 0, 35}, Case{4, 4, 64, 100, 34}, Case{2, 1, 36, 7, 50}}) {
             AttentionParams p;
             p.heads = c.heads;
             p.kv_heads = c.kv_heads;
@@ -386,6 +390,15 @@ private slots:
                     const Cache ring = make_cache(seq, dtype, begin, end, ring_slots, false);
                     EXPECT_OK(check_all_levels(p, random_q(chunk, p, 100 + uint32_t(first)), range(first, end), seq, ring, begin, end, pool),
                               QStringLiteral("ring chunk W=%1 %2 at %3").arg(window).arg(type_name(dtype)).arg(first));
+                }
+                // Prompt chunks of 40 tokens (the prefill tiles), the ring wrapping inside them.
+                const int64_t long_chunk = 40, long_slots = window + long_chunk - 1;
+                const Sequence long_seq(3 * long_chunk, p.kv_heads, p.head_dim, 12);
+                for (int64_t first = 0; first < 3 * long_chunk; first += long_chunk) {
+                    const int64_t end = first + long_chunk, begin = std::max<int64_t>(0, end - long_slots);
+                    const Cache ring = make_cache(long_seq, dtype, begin, end, long_slots, first == long_chunk);
+                    EXPECT_OK(check_all_levels(p, random_q(long_chunk, p, 200 + uint32_t(first)), range(first, end), long_seq, ring, begin, end, pool),
+                              QStringLiteral("ring prompt chunk W=%1 %2 at %3").arg(window).arg(type_name(dtype)).arg(first));
                 }
             }
     }

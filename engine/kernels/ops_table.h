@@ -56,6 +56,14 @@ struct OpsTable {
     void (*kv_dot[KvTypeCount])(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores);
     void (*kv_axpy[KvTypeCount])(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim,
                                  float* acc);
+    // The same for `rows` queries at once (prefill tiles), each key and value row read once for
+    // all of them: scores[r·ld + j] = q_r · row_j with q_r = q + r·q_stride; acc_r += Σ_j
+    // weights[r·ld + j] · row_j with acc_r = acc + r·acc_stride. Each output value's arithmetic
+    // does not depend on `rows` or on the row's place among them.
+    void (*kv_dot_rows[KvTypeCount])(const float* q, int64_t q_stride, int64_t rows, const std::byte* keys, int64_t stride,
+                                     int64_t count, int64_t dim, float* scores, int64_t ld);
+    void (*kv_axpy_rows[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride,
+                                      int64_t count, int64_t dim, float* acc, int64_t acc_stride);
 
     // The gated delta rule for one head: one token (the recurrence), or a chunk of up to 64 tokens
     // (the chunked form); scratch holds delta_rule_scratch_floats(dk, dv) floats.

@@ -487,6 +487,104 @@ void kv_axpy_avx2(const float* weights, const std::byte* rows, int64_t stride, i
     }
 }
 
+// Scores of R queries against K keys, the register tile of kv_dot_rows_avx2 (dim a multiple of
+// 8): each key load serves R queries and each query load K keys, so a 4 x 2 tile does 8 FMAs per
+// 6 loads, enough to keep the FMA units busy. Each score is its own chain over dim, then hsum.
+template <int T, int R, int K>
+inline void kv_dot_tile(const float* q, int64_t q_stride, const std::byte* keys, int64_t stride, int64_t dim, float* scores, int64_t ld) {
+    __m256 acc[R][K];
+    for (int r = 0; r < R; ++r)
+        for (int k = 0; k < K; ++k) acc[r][k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < dim; i += 8) {
+        __m256 key[K];
+        for (int k = 0; k < K; ++k) key[k] = kv_load8<T>(keys + k * stride, i);
+        for (int r = 0; r < R; ++r) {
+            const __m256 query = _mm256_loadu_ps(q + r * q_stride + i);
+            for (int k = 0; k < K; ++k) acc[r][k] = _mm256_fmadd_ps(query, key[k], acc[r][k]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int k = 0; k < K; ++k) scores[r * ld + k] = hsum(acc[r][k]);
+}
+
+template <int T, int R>
+inline void kv_dot_row_block(const float* q, int64_t q_stride, const std::byte* keys, int64_t stride, int64_t count, int64_t dim,
+                             float* scores, int64_t ld) {
+    int64_t j = 0;
+    for (; j + 2 <= count; j += 2) kv_dot_tile<T, R, 2>(q, q_stride, keys + j * stride, stride, dim, scores + j, ld);
+    if (j < count) kv_dot_tile<T, R, 1>(q, q_stride, keys + j * stride, stride, dim, scores + j, ld);
+}
+
+template <int T>
+void kv_dot_rows_avx2(const float* q, int64_t q_stride, int64_t rows, const std::byte* keys, int64_t stride, int64_t count,
+                      int64_t dim, float* scores, int64_t ld) {
+    if (dim % 8 != 0) {
+        for (int64_t r = 0; r < rows; ++r) kv_dot_avx2<T>(q + r * q_stride, keys, stride, count, dim, scores + r * ld);
+        return;
+    }
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) kv_dot_row_block<T, 4>(q + r * q_stride, q_stride, keys, stride, count, dim, scores + r * ld, ld);
+    const float* qr = q + r * q_stride;
+    float* sr = scores + r * ld;
+    switch (rows - r) {
+        case 3: kv_dot_row_block<T, 3>(qr, q_stride, keys, stride, count, dim, sr, ld); break;
+        case 2: kv_dot_row_block<T, 2>(qr, q_stride, keys, stride, count, dim, sr, ld); break;
+        case 1: kv_dot_row_block<T, 1>(qr, q_stride, keys, stride, count, dim, sr, ld); break;
+        default: break;
+    }
+}
+
+// acc_r += Σ_j weights[r·ld + j] · row_j for R rows and 16 values of dim: each value row load
+// serves R rows; 2R accumulators stay in registers over all keys.
+template <int T, int R>
+inline void kv_axpy_tile(const float* weights, int64_t ld, const std::byte* values, int64_t stride, int64_t count, int64_t i,
+                         float* acc, int64_t acc_stride) {
+    __m256 c[R][2];
+    for (int r = 0; r < R; ++r) {
+        c[r][0] = _mm256_loadu_ps(acc + r * acc_stride + i);
+        c[r][1] = _mm256_loadu_ps(acc + r * acc_stride + i + 8);
+    }
+    for (int64_t j = 0; j < count; ++j) {
+        const std::byte* row = values + j * stride;
+        const __m256 v0 = kv_load8<T>(row, i), v1 = kv_load8<T>(row, i + 8);
+        for (int r = 0; r < R; ++r) {
+            const __m256 w = _mm256_broadcast_ss(weights + r * ld + j);
+            c[r][0] = _mm256_fmadd_ps(w, v0, c[r][0]);
+            c[r][1] = _mm256_fmadd_ps(w, v1, c[r][1]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        _mm256_storeu_ps(acc + r * acc_stride + i, c[r][0]);
+        _mm256_storeu_ps(acc + r * acc_stride + i + 8, c[r][1]);
+    }
+}
+
+template <int T, int R>
+inline void kv_axpy_row_block(const float* weights, int64_t ld, const std::byte* values, int64_t stride, int64_t count, int64_t dim,
+                              float* acc, int64_t acc_stride) {
+    for (int64_t i = 0; i < dim; i += 16) kv_axpy_tile<T, R>(weights, ld, values, stride, count, i, acc, acc_stride);
+}
+
+template <int T>
+void kv_axpy_rows_avx2(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride, int64_t count,
+                       int64_t dim, float* acc, int64_t acc_stride) {
+    if (dim % 16 != 0) {
+        for (int64_t r = 0; r < rows; ++r) kv_axpy_avx2<T>(weights + r * ld, values, stride, count, dim, acc + r * acc_stride);
+        return;
+    }
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+        kv_axpy_row_block<T, 4>(weights + r * ld, ld, values, stride, count, dim, acc + r * acc_stride, acc_stride);
+    const float* wr = weights + r * ld;
+    float* ar = acc + r * acc_stride;
+    switch (rows - r) {
+        case 3: kv_axpy_row_block<T, 3>(wr, ld, values, stride, count, dim, ar, acc_stride); break;
+        case 2: kv_axpy_row_block<T, 2>(wr, ld, values, stride, count, dim, ar, acc_stride); break;
+        case 1: kv_axpy_row_block<T, 1>(wr, ld, values, stride, count, dim, ar, acc_stride); break;
+        default: break;
+    }
+}
+
 }  // namespace
 
 void fill_ops_avx2(OpsTable& t) {
@@ -513,6 +611,12 @@ void fill_ops_avx2(OpsTable& t) {
     t.kv_axpy[KvF32] = kv_axpy_avx2<KvF32>;
     t.kv_axpy[KvF16] = kv_axpy_avx2<KvF16>;
     t.kv_axpy[KvBf16] = kv_axpy_avx2<KvBf16>;
+    t.kv_dot_rows[KvF32] = kv_dot_rows_avx2<KvF32>;
+    t.kv_dot_rows[KvF16] = kv_dot_rows_avx2<KvF16>;
+    t.kv_dot_rows[KvBf16] = kv_dot_rows_avx2<KvBf16>;
+    t.kv_axpy_rows[KvF32] = kv_axpy_rows_avx2<KvF32>;
+    t.kv_axpy_rows[KvF16] = kv_axpy_rows_avx2<KvF16>;
+    t.kv_axpy_rows[KvBf16] = kv_axpy_rows_avx2<KvBf16>;
 }
 
 }  // namespace oxinfer::kernels
