@@ -323,7 +323,8 @@ private slots:
             int heads, kv_heads, head_dim, first, tokens;
         };
         for (const Case& c : {Case{4, 4, 64, 0, 9}, Case{6, 1, 80, 0, 7}, Case{8, 2, 72, 100, 5}, Case{2, 2, 17, 0, 3}, Case{3, 1, 1, 0, 4},
-                              Case{3, 1, 72, 0, 37}, Case{6, 1, 80, 0, 33}, Case{2, 2, 17, 0, 35}, Case{4, 4, 64, 100, 34}, Case{2, 1, 36, 7, 50}}) {
+                              Case{3, 1, 72, 0, 37}, Case{6, 1, 80, 0, 33}, Case{2, 2, 17, 0, 35}, Case{4, 4, 64, 100, 34}, Case{2, 1, 36, 7, 50},
+                              Case{2, 2, 64, 0, 33}, Case{3, 1, 64, 0, 37}}) {
             AttentionParams p;
             p.heads = c.heads;
             p.kv_heads = c.kv_heads;
@@ -444,21 +445,38 @@ private slots:
         p.causal = false;
         const Cache all = make_cache(seq, DType::BF16, 0, 9, 0, true);
         EXPECT_OK(check_all_levels(p, random_q(7, p, 16), {0, 3, 1, 8, 2, 2, 5}, seq, all, 0, 9, pool), "non-causal");
+
+        // The same through the prompt tiles (40 queries): non-causal at scattered positions, and
+        // causal with a window where the first 13 queries see nothing of the cache [20, 40).
+        const Sequence long_seq(40, p.kv_heads, p.head_dim, 19);
+        const Cache long_all = make_cache(long_seq, DType::F16, 0, 40, 0, false);
+        std::vector<int64_t> scattered;
+        for (int64_t i = 0; i < 40; ++i) scattered.push_back((i * 17) % 40);
+        EXPECT_OK(check_all_levels(p, random_q(40, p, 20), scattered, long_seq, long_all, 0, 40, pool), "non-causal tiles");
+        p.causal = true;
+        p.window = 8;
+        const Cache late = make_cache(long_seq, DType::F32, 20, 40, 0, false);
+        EXPECT_OK(check_all_levels(p, random_q(40, p, 21), range(0, 40), long_seq, late, 20, 40, pool), "nothing visible in tiles");
     }
 
     void thread_count_does_not_change_bits() {
-        // Each (token, kv head) item merges its partitions in turn when there are at least two
-        // items per thread, else the partitions run in parallel. Both must give the same bits, so
-        // 1, 2 and 3 threads (which pick either way in these cases) must agree at every level.
+        // Below 32 tokens, each (token, kv head) item merges its partitions in turn when there are
+        // at least two items per thread, else the partitions run in parallel; from 32 tokens the
+        // tiles shrink until every thread has about four (40 tokens over one kv head: tiles of 8,
+        // 4 and 2 tokens for 1, 2 and 3 threads; with a window, each tile starts at another key).
+        // All must give the same bits, so 1, 2 and 3 threads (which pick differently in these
+        // cases) must agree at every level.
         struct Case {
-            int tokens, first, heads, kv_heads;
+            int tokens, first, heads, kv_heads, window = 0;
         };
-        for (const Case& c : {Case{1, 1300, 2, 1}, Case{2, 1100, 2, 2}, Case{70, 0, 4, 2}, Case{3, 600, 8, 1}}) {
+        for (const Case& c : {Case{1, 1300, 2, 1}, Case{2, 1100, 2, 2}, Case{70, 0, 4, 2}, Case{3, 600, 8, 1}, Case{40, 500, 2, 1},
+                              Case{40, 500, 2, 1, 45}}) {
             AttentionParams p;
             p.heads = c.heads;
             p.kv_heads = c.kv_heads;
             p.head_dim = 64;
             p.scale = 0.125f;
+            p.window = c.window;
             const int64_t end = c.first + c.tokens;
             const Sequence seq(end, p.kv_heads, p.head_dim, 17);
             const Cache cache = make_cache(seq, DType::F16, 0, end, 0, false);

@@ -207,6 +207,12 @@ private slots:
         QCOMPARE(session.tokens().size(), size_t{16});
         OXINFER_EXPECT_ERROR(session.evaluate(std::vector<int32_t>{1}), std::string("do not fit in the context length of 16"));
 
+        // A prompt as long as the context still gives its one token.
+        oxinfer::GenerateOptions no_stops = greedy(4);
+        no_stops.stop_at_model_stop_tokens = false;
+        const auto exact = session.generate(std::vector<int32_t>(16, 1), no_stops);
+        QCOMPARE(exact.stop, oxinfer::StopReason::ContextFull);
+        QCOMPARE(exact.tokens.size(), size_t{1});
         // A prompt longer than the context is not evaluated: no tokens, the cache as it was.
         session.truncate(4);
         const std::vector<int32_t> too_long(17, 1);

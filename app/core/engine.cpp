@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 
+#include <algorithm>
 #include <random>
 
 namespace studio {
@@ -276,10 +277,11 @@ void EngineWorker::generate(const ChatRequest& request) {
         result.promptTokensPerSecond = out.stats.prefill_tokens_per_second();
         result.tokensPerSecond = out.stats.decode_tokens_per_second();
         result.timeToFirstToken = out.stats.time_to_first_token;
-        // A chat that does not fit is not evaluated: it would need all of its prompt.
+        // A chat that does not fit is not evaluated: it would need all of its prompt. Otherwise
+        // the cache and the last sampled token, which takes the last place when the context fills.
         result.contextUsed = out.stop == oxinfer::StopReason::ContextFull && out.tokens.empty()
                                  ? out.stats.prompt_tokens
-                                 : qint64(conversation_->session().tokens().size()) + (out.tokens.empty() ? 0 : 1);
+                                 : std::min(result.contextLength, qint64(conversation_->session().tokens().size()) + (out.tokens.empty() ? 0 : 1));
     } catch (const std::exception& error) {
         result.stopReason = QStringLiteral("error");
         result.error = QString::fromStdString(error.what());

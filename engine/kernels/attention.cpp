@@ -1,6 +1,7 @@
 // Attention over a KV cache: causal or not, sliding window, grouped-query, online softmax over
 // blocks of keys (flash-style) with float32 accumulators. The block loop is shared by every level;
-// the table's kv_dot / exp_sum / kv_axpy / scale do the per-key work.
+// the table's kv_dot / exp_sum / kv_axpy / scale (and kv_dot_rows / kv_axpy_rows for prompts,
+// where a level has them) do the per-key work.
 //
 // Work is split into (token, kv head) items: the query heads that share a kv head go through each
 // block of keys one after the other, so the block is read from memory once and from L1 by the
@@ -28,11 +29,14 @@ namespace {
 
 constexpr int64_t kBlockKeys = 64;       // keys scored at once: the block's K and V rows stay in L1
 constexpr int64_t kPartitionKeys = 512;  // keys per independently reduced partition
-// Prefill: calls of at least kTileMinTokens tokens go by tiles of kTileTokens tokens (all their
-// query heads of one kv head as rows), each block of kTileBlockKeys keys read once for all rows:
-// 16 KB of f32 K and V each, L1-resident while every row uses them. Token by token, every token
-// read the whole cache again from L2/L3, which bounded attention by that bandwidth (a fifth of a
-// 512-token prefill of Qwen3-0.6B). Shorter calls (decoding, drafts) keep the per-token items.
+// Prefill: calls of at least kTileMinTokens tokens go by tiles of up to kTileTokens tokens (all
+// their query heads of one kv head as rows), each block of kTileBlockKeys keys read once for all
+// rows: 16 KB of f32 K and V each, L1-resident while every row uses them. Token by token, every
+// token read the whole cache again from L2/L3, which bounded attention by that bandwidth (a fifth
+// of a 512-token prefill of Qwen3-0.6B). Shorter calls (decoding, drafts) keep the per-token items.
+// Blocks start at kv_begin + multiples of kTileBlockKeys (and at the ring's turn), whatever the
+// tile: a row's arithmetic is then the same in any tile, so tiles may shrink to give every
+// thread work without changing a bit.
 constexpr int64_t kTileMinTokens = 32;
 constexpr int64_t kTileTokens = 16;
 constexpr int64_t kTileBlockKeys = 32;
@@ -124,9 +128,22 @@ struct Job {
         }
     }
 
+    // kv_dot_rows / kv_axpy_rows, or the level's one-row kernels row by row where it has none.
+    void score_rows(const float* queries, int64_t rows, const std::byte* keys, int64_t count, float* scores) const {
+        const int64_t dim = p.head_dim;
+        if (table.kv_dot_rows[kv_type]) return table.kv_dot_rows[kv_type](queries, dim, rows, keys, k.position_stride, count, dim, scores, kTileBlockKeys);
+        for (int64_t r = 0; r < rows; ++r) table.kv_dot[kv_type](queries + r * dim, keys, k.position_stride, count, dim, scores + r * kTileBlockKeys);
+    }
+    void accumulate_rows(const float* weights, int64_t rows, const std::byte* values, int64_t count, float* acc) const {
+        const int64_t dim = p.head_dim;
+        if (table.kv_axpy_rows[kv_type]) return table.kv_axpy_rows[kv_type](weights, kTileBlockKeys, rows, values, v.position_stride, count, dim, acc, dim);
+        for (int64_t r = 0; r < rows; ++r) table.kv_axpy[kv_type](weights + r * kTileBlockKeys, values, v.position_stride, count, dim, acc + r * dim);
+    }
+
     // Tokens [t0, t1) for kv head `kv_head`: row r is token t0 + r / group, query head
-    // kv_head·group + r % group. The keys of the block are those any row sees; each row masks the
-    // rest to weight 0 (all of them lie in the cached range, so they hold finite values).
+    // kv_head·group + r % group. A block holds the keys any row sees; each row gives the others
+    // weight 0, which adds exact zeros (all of them lie in the cached range; only a value that is
+    // not finite, i.e. a model already producing Inf or NaN, would spread to rows that do not see it).
     void tile(int64_t t0, int64_t t1, int64_t kv_head, std::vector<float>& scratch, float* out) const {
         const int64_t dim = p.head_dim;
         const int64_t rows = (t1 - t0) * group;
@@ -149,10 +166,11 @@ struct Job {
         std::fill(acc, acc + rows * dim, 0.0f);
         std::fill(max, max + rows, -INFINITY);
         std::fill(sum, sum + rows, 0.0f);
-        for (int64_t first = lo; first < hi;) {
-            int64_t count = std::min(kTileBlockKeys, hi - first);
+        if (lo >= hi) lo = hi = kv_begin;
+        for (int64_t first = lo - (lo - kv_begin) % kTileBlockKeys; first < hi;) {
+            int64_t count = std::min(kTileBlockKeys - (first - kv_begin) % kTileBlockKeys, hi - first);
             if (k.ring_size > 0) count = std::min(count, k.ring_size - first % k.ring_size);
-            table.kv_dot_rows[kv_type](queries, dim, rows, row(k, kv_head, first), k.position_stride, count, dim, scores, kTileBlockKeys);
+            score_rows(queries, rows, row(k, kv_head, first), count, scores);
             for (int64_t r = 0; r < rows; ++r) {
                 const Range range = visible(t0 + r / group);
                 float* s = scores + r * kTileBlockKeys;
@@ -172,7 +190,7 @@ struct Job {
                 }
                 sum[r] += static_cast<float>(table.exp_sum(s + a, b - a, max[r]));
             }
-            table.kv_axpy_rows[kv_type](scores, kTileBlockKeys, rows, row(v, kv_head, first), v.position_stride, count, dim, acc, dim);
+            accumulate_rows(scores, rows, row(v, kv_head, first), count, acc);
             first += count;
         }
         for (int64_t r = 0; r < rows; ++r) {
@@ -223,14 +241,18 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
     const int64_t group = params.heads / params.kv_heads;
     const Job job{table, params, q, query_positions, k, v, kv_begin, kv_end, kv_type_of(k.dtype), group, dim + 2};
     if (tokens >= kTileMinTokens) {
-        // Tiles are handed out last first: causal tiles grow with the token index.
-        const int64_t tiles = (tokens + kTileTokens - 1) / kTileTokens;
+        // Smaller tiles where there are few kv heads: about four per thread. Tiles are handed out
+        // last first, since causal tiles grow with the token index.
+        int64_t tile_tokens = kTileTokens;
+        const auto tiles = [&] { return (tokens + tile_tokens - 1) / tile_tokens; };
+        while (tile_tokens > 1 && tiles() * params.kv_heads < 4 * pool.size()) tile_tokens /= 2;
+        const int64_t units = tiles() * params.kv_heads;
         std::atomic<int64_t> next{0};
         pool.run([&](int, int) {
             std::vector<float> scratch;
-            for (int64_t unit; (unit = next.fetch_add(1, std::memory_order_relaxed)) < tiles * params.kv_heads;) {
-                const int64_t tile = tiles - 1 - unit / params.kv_heads, kv_head = unit % params.kv_heads;
-                job.tile(tile * kTileTokens, std::min(tokens, (tile + 1) * kTileTokens), kv_head, scratch, out);
+            for (int64_t unit; (unit = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+                const int64_t tile = tiles() - 1 - unit / params.kv_heads, kv_head = unit % params.kv_heads;
+                job.tile(tile * tile_tokens, std::min(tokens, (tile + 1) * tile_tokens), kv_head, scratch, out);
             }
         });
         return;

@@ -107,9 +107,10 @@ struct AttentionParams {
 // position query_positions[t]; the cache holds positions [kv_begin, kv_end) (for a ring cache,
 // kv_end - kv_begin <= ring_size). Query head h reads kv head h / (heads / kv_heads); the heads
 // sharing a kv head go through each block of keys together, so it is read from memory once. Keys
-// are visited in blocks of 64 with an online (flash-style) softmax and float32 accumulators; long
-// key ranges are split into fixed partitions of 512 keys that are merged in order (in parallel
-// when there are fewer (token, kv head) pairs than threads, as when decoding), so the result is
+// are visited in blocks with an online (flash-style) softmax and float32 accumulators. Below 32
+// tokens (decoding), blocks of 64; long key ranges are split into fixed partitions of 512 keys
+// that are merged in order (in parallel when there are fewer (token, kv head) pairs than threads).
+// From 32 tokens (prompts), tiles of tokens share each block of 32 keys. Either way the result is
 // the same bits for any thread count. A query that sees no key (none cached in its window) gets
 // zeros. Throws oxinfer::Error on inconsistent parameters.
 void attention(const AttentionParams& params, const float* q, int64_t tokens, const int64_t* query_positions,

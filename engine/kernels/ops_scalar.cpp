@@ -166,18 +166,6 @@ void kv_axpy_scalar(const float* weights, const std::byte* rows, int64_t stride,
     }
 }
 
-template <KvType T>
-void kv_dot_rows_scalar(const float* q, int64_t q_stride, int64_t rows, const std::byte* keys, int64_t stride, int64_t count,
-                        int64_t dim, float* scores, int64_t ld) {
-    for (int64_t r = 0; r < rows; ++r) kv_dot_scalar<T>(q + r * q_stride, keys, stride, count, dim, scores + r * ld);
-}
-
-template <KvType T>
-void kv_axpy_rows_scalar(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride, int64_t count,
-                         int64_t dim, float* acc, int64_t acc_stride) {
-    for (int64_t r = 0; r < rows; ++r) kv_axpy_scalar<T>(weights + r * ld, values, stride, count, dim, acc + r * acc_stride);
-}
-
 }  // namespace
 
 void rope_angles(int64_t position, const float* inv_freq, int64_t half, float attention_factor, float* cos, float* sin) {
@@ -214,12 +202,6 @@ void fill_ops_scalar(OpsTable& t) {
     t.kv_axpy[KvF32] = kv_axpy_scalar<KvF32>;
     t.kv_axpy[KvF16] = kv_axpy_scalar<KvF16>;
     t.kv_axpy[KvBf16] = kv_axpy_scalar<KvBf16>;
-    t.kv_dot_rows[KvF32] = kv_dot_rows_scalar<KvF32>;
-    t.kv_dot_rows[KvF16] = kv_dot_rows_scalar<KvF16>;
-    t.kv_dot_rows[KvBf16] = kv_dot_rows_scalar<KvBf16>;
-    t.kv_axpy_rows[KvF32] = kv_axpy_rows_scalar<KvF32>;
-    t.kv_axpy_rows[KvF16] = kv_axpy_rows_scalar<KvF16>;
-    t.kv_axpy_rows[KvBf16] = kv_axpy_rows_scalar<KvBf16>;
 }
 
 }  // namespace oxinfer::kernels

@@ -59,7 +59,8 @@ struct OpsTable {
     // The same for `rows` queries at once (prefill tiles), each key and value row read once for
     // all of them: scores[r·ld + j] = q_r · row_j with q_r = q + r·q_stride; acc_r += Σ_j
     // weights[r·ld + j] · row_j with acc_r = acc + r·acc_stride. Each output value's arithmetic
-    // does not depend on `rows` or on the row's place among them.
+    // does not depend on `rows` or on the row's place among them. nullptr: attention runs kv_dot
+    // and kv_axpy row by row.
     void (*kv_dot_rows[KvTypeCount])(const float* q, int64_t q_stride, int64_t rows, const std::byte* keys, int64_t stride,
                                      int64_t count, int64_t dim, float* scores, int64_t ld);
     void (*kv_axpy_rows[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride,

@@ -319,10 +319,6 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     GenerationResult result;
     result.stats.load_seconds = model_.load_seconds();
     result.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
-    if (result.stats.prompt_tokens > model_.context_length()) {
-        result.stop = StopReason::ContextFull;
-        return result;
-    }
 
     // Drafting needs the hidden states of the evaluated tokens: every one for the MTP head's input
     // (its state follows them), the last one for a draft model.
@@ -332,6 +328,10 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     const bool drafting = draft_model || head;
     if (draft_model && (options.draft_tokens < 1 || options.draft_tokens > GenerateOptions::kMaxDraftTokens))
         throw Error("generate", "draft_tokens must be 1 to " + std::to_string(GenerateOptions::kMaxDraftTokens));
+    if (result.stats.prompt_tokens > model_.context_length()) {
+        result.stop = StopReason::ContextFull;
+        return result;
+    }
     if (head && !state_->draft) state_->draft = lm.draft_head()->new_state(model_.kv_type(), model_.context_length());
 
     // Reuse the cached prefix; at least one prompt token is evaluated to get logits.
