@@ -151,14 +151,10 @@ private slots:
     }
 
     void chat_session() {
-        QProcess process;
-        process.start(QStringLiteral(OXINFER_CLI_PATH), {"chat", "--model", path_of(kDir / "qwen3" / "hf"), "--system", "terse", "-n", "5", "-t", "2"});
-        QVERIFY(process.waitForStarted());
-        process.write("Hello\n/reset\n/system be kind\nHi again\n/quit\n");
-        process.closeWriteChannel();
-        QVERIFY(process.waitForFinished(60000));
-        QCOMPARE(process.exitCode(), 0);
-        const QString out = process.readAllStandardOutput();
+        const auto chat = run_cli({"chat", "--model", path_of(kDir / "qwen3" / "hf"), "--system", "terse", "-n", "5", "-t", "2"},
+                                  "Hello\n/reset\n/system be kind\nHi again\n/quit\n");
+        QCOMPARE(chat.exit_code, 0);
+        const QString out = chat.out;
         QVERIFY2(out.contains("(conversation reset)") && out.contains("(system prompt set, conversation reset)"), qPrintable(out));
     }
 
@@ -168,14 +164,9 @@ private slots:
         QCOMPARE(generated.exit_code, 1);
         QVERIFY2(generated.err.contains("the prompt's 5 tokens do not fit in the context length of 4 (--ctx sets it)"), generated.err.constData());
 
-        QProcess process;
-        process.start(QStringLiteral(OXINFER_CLI_PATH), {"chat", "--model", path_of(kDir / "qwen3" / "hf"), "--ctx", "8", "-n", "2", "-t", "2"});
-        QVERIFY(process.waitForStarted());
-        process.write("Hello\nHello again\n/quit\n");
-        process.closeWriteChannel();
-        QVERIFY(process.waitForFinished(60000));
-        QCOMPARE(process.exitCode(), 0);
-        const QString out = process.readAllStandardOutput();
+        const auto chat = run_cli({"chat", "--model", path_of(kDir / "qwen3" / "hf"), "--ctx", "8", "-n", "2", "-t", "2"}, "Hello\nHello again\n/quit\n");
+        QCOMPARE(chat.exit_code, 0);
+        const QString out = chat.out;
         QCOMPARE(out.count("(the conversation no longer fits in the context of 8 tokens: /reset starts over, --ctx sets the length)"), 2);
     }
 

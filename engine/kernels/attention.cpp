@@ -10,8 +10,8 @@
 // range is cut into partitions of kPartitionKeys keys, each reduced on its own to (max, sum,
 // acc), and the partitions are merged in order. When there are fewer items than threads
 // (decoding), the partitions themselves run in parallel; otherwise each item runs its partitions
-// in sequence. Both orders do the same arithmetic, and tiles are fixed by the token count, so the
-// output never depends on the thread count.
+// in sequence. Both orders do the same arithmetic, and a row's arithmetic does not depend on its
+// tile (see kTileBlockKeys), so the output never depends on the thread count.
 
 #include "kernels/ops_table.h"
 #include "kernels/thread_pool.h"
@@ -65,6 +65,23 @@ void finish(const OpsTable& table, const float* acc, float sum, float* out, int6
     }
 }
 
+// One block's scores s[0, n) of a row into its running softmax (max, sum, acc[dim]): scaled and
+// capped, then exp(s - max) in place; acc is rescaled when the max grows. The caller adds the
+// weighted values.
+void softmax_step(const OpsTable& table, const AttentionParams& p, float* s, int64_t n, float& max, float& sum, float* acc) {
+    for (int64_t j = 0; j < n; ++j) s[j] *= p.scale;
+    if (p.softcap > 0) table.softcap(s, p.softcap, n);
+    float block_max = max;
+    for (int64_t j = 0; j < n; ++j) block_max = std::max(block_max, s[j]);
+    if (block_max > max) {  // rescale what was accumulated against the old max
+        const float factor = std::exp(max - block_max);
+        sum *= factor;
+        table.scale(acc, factor, p.head_dim);
+        max = block_max;
+    }
+    sum += static_cast<float>(table.exp_sum(s, n, max));
+}
+
 struct Job {
     const OpsTable& table;
     const AttentionParams& p;
@@ -111,17 +128,7 @@ struct Job {
                 const State s{states + g * state_size};
                 const float* query = q + (t * p.heads + kv_head * group + g) * dim;
                 table.kv_dot[kv_type](query, keys, k.position_stride, count, dim, scores);
-                for (int64_t j = 0; j < count; ++j) scores[j] *= p.scale;
-                if (p.softcap > 0) table.softcap(scores, p.softcap, count);
-                float block_max = s.max();
-                for (int64_t j = 0; j < count; ++j) block_max = std::max(block_max, scores[j]);
-                if (block_max > s.max()) {  // rescale what was accumulated against the old max
-                    const float factor = std::exp(s.max() - block_max);
-                    s.sum() *= factor;
-                    table.scale(s.acc(), factor, dim);
-                    s.max() = block_max;
-                }
-                s.sum() += static_cast<float>(table.exp_sum(scores, count, s.max()));
+                softmax_step(table, p, scores, count, s.max(), s.sum(), s.acc());
                 table.kv_axpy[kv_type](scores, values, v.position_stride, count, dim, s.acc());
             }
             first += count;
@@ -177,18 +184,7 @@ struct Job {
                 const int64_t a = std::clamp(range.lo - first, int64_t{0}, count), b = std::clamp(range.hi - first, int64_t{0}, count);
                 std::fill(s, s + a, 0.0f);
                 std::fill(s + std::max(a, b), s + count, 0.0f);
-                if (a >= b) continue;
-                for (int64_t j = a; j < b; ++j) s[j] *= p.scale;
-                if (p.softcap > 0) table.softcap(s + a, p.softcap, b - a);
-                float block_max = max[r];
-                for (int64_t j = a; j < b; ++j) block_max = std::max(block_max, s[j]);
-                if (block_max > max[r]) {  // rescale what was accumulated against the old max
-                    const float factor = std::exp(max[r] - block_max);
-                    sum[r] *= factor;
-                    table.scale(acc + r * dim, factor, dim);
-                    max[r] = block_max;
-                }
-                sum[r] += static_cast<float>(table.exp_sum(s + a, b - a, max[r]));
+                if (a < b) softmax_step(table, p, s + a, b - a, max[r], sum[r], acc + r * dim);
             }
             accumulate_rows(scores, rows, row(v, kv_head, first), count, acc);
             first += count;

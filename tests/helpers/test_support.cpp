@@ -4,9 +4,11 @@
 
 namespace oxinfer::test {
 
-ProcessResult run_cli(const QStringList& arguments) {
+ProcessResult run_cli(const QStringList& arguments, const QByteArray& input) {
     QProcess process;
     process.start(QStringLiteral(OXINFER_CLI_PATH), arguments);
+    process.write(input);
+    process.closeWriteChannel();
     ProcessResult result;
     if (!process.waitForFinished(120000)) {
         process.kill();

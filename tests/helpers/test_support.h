@@ -19,8 +19,8 @@ struct ProcessResult {
     QByteArray err;
 };
 
-// Runs build/cli/oxinfer with `arguments` and waits (up to 120 s).
-ProcessResult run_cli(const QStringList& arguments);
+// Runs build/cli/oxinfer with `arguments` and `input` on its standard input, and waits (up to 120 s).
+ProcessResult run_cli(const QStringList& arguments, const QByteArray& input = {});
 
 // The message of the oxinfer::Error that `action` throws, or "" (and a test failure) if none.
 std::string error_message(const std::function<void()>& action);

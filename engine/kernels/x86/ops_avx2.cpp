@@ -515,6 +515,19 @@ inline void kv_dot_row_block(const float* q, int64_t q_stride, const std::byte* 
     if (j < count) kv_dot_tile<T, R, 1>(q, q_stride, keys + j * stride, stride, dim, scores + j, ld);
 }
 
+// block.template operator()<R>(r) for rows [r, r + R): blocks of 4, then one of the 1-3 left.
+template <class Block>
+inline void by_row_blocks(int64_t rows, const Block& block) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) block.template operator()<4>(r);
+    switch (rows - r) {
+        case 3: block.template operator()<3>(r); break;
+        case 2: block.template operator()<2>(r); break;
+        case 1: block.template operator()<1>(r); break;
+        default: break;
+    }
+}
+
 template <int T>
 void kv_dot_rows_avx2(const float* q, int64_t q_stride, int64_t rows, const std::byte* keys, int64_t stride, int64_t count,
                       int64_t dim, float* scores, int64_t ld) {
@@ -522,16 +535,7 @@ void kv_dot_rows_avx2(const float* q, int64_t q_stride, int64_t rows, const std:
         for (int64_t r = 0; r < rows; ++r) kv_dot_avx2<T>(q + r * q_stride, keys, stride, count, dim, scores + r * ld);
         return;
     }
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) kv_dot_row_block<T, 4>(q + r * q_stride, q_stride, keys, stride, count, dim, scores + r * ld, ld);
-    const float* qr = q + r * q_stride;
-    float* sr = scores + r * ld;
-    switch (rows - r) {
-        case 3: kv_dot_row_block<T, 3>(qr, q_stride, keys, stride, count, dim, sr, ld); break;
-        case 2: kv_dot_row_block<T, 2>(qr, q_stride, keys, stride, count, dim, sr, ld); break;
-        case 1: kv_dot_row_block<T, 1>(qr, q_stride, keys, stride, count, dim, sr, ld); break;
-        default: break;
-    }
+    by_row_blocks(rows, [&]<int R>(int64_t r) { kv_dot_row_block<T, R>(q + r * q_stride, q_stride, keys, stride, count, dim, scores + r * ld, ld); });
 }
 
 // acc_r += Σ_j weights[r·ld + j] · row_j for R rows and 16 values of dim: each value row load
@@ -572,17 +576,9 @@ void kv_axpy_rows_avx2(const float* weights, int64_t ld, int64_t rows, const std
         for (int64_t r = 0; r < rows; ++r) kv_axpy_avx2<T>(weights + r * ld, values, stride, count, dim, acc + r * acc_stride);
         return;
     }
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4)
-        kv_axpy_row_block<T, 4>(weights + r * ld, ld, values, stride, count, dim, acc + r * acc_stride, acc_stride);
-    const float* wr = weights + r * ld;
-    float* ar = acc + r * acc_stride;
-    switch (rows - r) {
-        case 3: kv_axpy_row_block<T, 3>(wr, ld, values, stride, count, dim, ar, acc_stride); break;
-        case 2: kv_axpy_row_block<T, 2>(wr, ld, values, stride, count, dim, ar, acc_stride); break;
-        case 1: kv_axpy_row_block<T, 1>(wr, ld, values, stride, count, dim, ar, acc_stride); break;
-        default: break;
-    }
+    by_row_blocks(rows, [&]<int R>(int64_t r) {
+        kv_axpy_row_block<T, R>(weights + r * ld, ld, values, stride, count, dim, acc + r * acc_stride, acc_stride);
+    });
 }
 
 }  // namespace
