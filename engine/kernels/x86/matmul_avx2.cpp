@@ -9,6 +9,8 @@
 
 #include <immintrin.h>
 
+#include "kernels/x86/weight_prefetch.h"
+
 namespace oxinfer::kernels {
 namespace {
 
@@ -29,12 +31,6 @@ inline int hsum_i32(__m256i v) {
 }
 
 inline float half(U8 p) { return _cvtsh_ss(blocks::load_u16(p)); }
-
-// GEMV streams each thread's rows once; asking for the weights this far ahead keeps enough
-// cache-line reads in flight to approach the memory bandwidth (the hardware prefetcher alone
-// leaves bf16 and q8_0 at 70-78%). Past the end of a row it fetches the next row, which comes next.
-constexpr int kPrefetchBytes = 2048;
-inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
 
 // Products of signed bytes, summed in pairs and then in fours into 8 int32 lanes. maddubs needs
 // an unsigned operand: |w| times a with w's sign moved onto it.
@@ -119,6 +115,7 @@ float dot_f32_avx2(int64_t n, const std::byte* w, const void* a) {
     for (; i + 32 <= n; i += 32) {
         prefetch_weights(wf + i);
         prefetch_weights(wf + i + 16);
+        prefetch_page_ahead(wf + i, 128);
         for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(wf + i + 8 * j), _mm256_loadu_ps(af + i + 8 * j), acc[j]);
     }
     for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(wf + i), _mm256_loadu_ps(af + i), acc[0]);
@@ -141,6 +138,7 @@ float dot_f16_avx2(int64_t n, const std::byte* w, const void* a) {
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         prefetch_weights(p + 2 * i);
+        prefetch_page_ahead(p + 2 * i, 64);
         for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(load8_half<false>(p + 2 * (i + 8 * j)), _mm256_loadu_ps(af + i + 8 * j), acc[j]);
     }
     for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_half<false>(p + 2 * i), _mm256_loadu_ps(af + i), acc[0]);
@@ -152,9 +150,8 @@ float dot_f16_avx2(int64_t n, const std::byte* w, const void* a) {
 // bf16 weights against ActivationFormat::F32EvenOdd16 activations: each 32-bit lane of a weight
 // load holds values 2j (low half) and 2j+1 (high half), which become floats by a shift and a
 // mask. Half the instructions of widening 8 values at a time, which kept bf16 GEMV below the
-// memory bandwidth of a core. Unlike the other row dots it asks for no prefetch: this loop is
-// light enough for the hardware prefetcher, and Llama-3.2-1B bf16 decoded 7-19% faster without
-// (5 of 5 alternating runs; Qwen3-0.6B unchanged).
+// memory bandwidth of a core. Unlike the other row dots it asks for no prefetch 2 KB ahead, only
+// for the page bursts: Llama-3.2-1B bf16 decoded 7-19% faster without it (5 of 5 alternating runs).
 float dot_bf16_even_odd_avx2(int64_t n, const std::byte* w, const void* a) {
     auto* p = reinterpret_cast<U8>(w);
     const auto* af = static_cast<const float*>(a);
@@ -167,6 +164,7 @@ float dot_bf16_even_odd_avx2(int64_t n, const std::byte* w, const void* a) {
     };
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        prefetch_page_ahead(p + 2 * i, 64);
         step(i, acc[0], acc[1]);
         step(i + 16, acc[2], acc[3]);
     }
@@ -190,6 +188,7 @@ float dot_q8_0_avx2(int64_t n, const std::byte* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
         prefetch_weights(p);
+        prefetch_page_ahead(p, blocks::kQ8_0Bytes);
         const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
         const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
         const __m256 d = _mm256_set1_ps(half(p) * act[b].d);
@@ -207,6 +206,7 @@ float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
     float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block, from the activations' qsum
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
         prefetch_weights(p);
+        prefetch_page_ahead(p, blocks::kQ4_0Bytes);
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
         // low nibbles are elements 0..15, high nibbles 16..31; as codes 0..15 they are the
         // unsigned operand maddubs wants, with no sign juggling.
@@ -247,6 +247,7 @@ void q4_k_row_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, f
     for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
         prefetch_weights(p);
         prefetch_weights(p + 64);
+        prefetch_page_ahead(p, blocks::kQ4_KBytes);
         alignas(8) uint8_t sc[8], m[8];
         blocks::k4_scales_mins(p + 4, sc, m);
         const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
@@ -379,6 +380,7 @@ float dot_q6_k_avx2(int64_t n, const std::byte* w, const void* a) {
         prefetch_weights(p);
         prefetch_weights(p + 64);
         prefetch_weights(p + 128);
+        prefetch_page_ahead(p, blocks::kQ6_KBytes);
         // codes are stored +32: subtract 32 * sum(scale * activation sums)
         const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));

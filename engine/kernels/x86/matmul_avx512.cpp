@@ -17,6 +17,8 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/x86/weight_prefetch.h"
+
 namespace oxinfer::kernels {
 namespace {
 
@@ -24,9 +26,6 @@ using U8 = const uint8_t*;
 
 inline __mmask16 tail_mask(int64_t rem) { return static_cast<__mmask16>(rem >= 16 ? 0xffffu : (1u << rem) - 1u); }
 
-// As in the AVX2 file: keeps enough cache-line reads in flight for GEMV to reach the bandwidth.
-constexpr int kPrefetchBytes = 2048;
-inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
 
 float dot_f32_avx512(int64_t n, const std::byte* w, const void* a) {
     const auto* wf = reinterpret_cast<const float*>(w);
@@ -35,6 +34,7 @@ float dot_f32_avx512(int64_t n, const std::byte* w, const void* a) {
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         for (int j = 0; j < 4; ++j) prefetch_weights(wf + i + 16 * j);
+        prefetch_page_ahead(wf + i, 256);
         for (int j = 0; j < 4; ++j) acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(wf + i + 16 * j), _mm512_loadu_ps(af + i + 16 * j), acc[j]);
     }
     for (; i < n; i += 16) {
@@ -59,6 +59,7 @@ float dot_16bit_avx512(int64_t n, const std::byte* w, const void* a) {
     for (; i + 64 <= n; i += 64) {
         prefetch_weights(p + 2 * i);
         prefetch_weights(p + 2 * i + 64);
+        prefetch_page_ahead(p + 2 * i, 128);
         for (int j = 0; j < 4; ++j) {
             const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * (i + 16 * j)));
             acc[j] = _mm512_fmadd_ps(widen16<kBf16>(bits), _mm512_loadu_ps(af + i + 16 * j), acc[j]);

@@ -1,0 +1,32 @@
+#pragma once
+// Software prefetch for GEMV, which streams each thread's rows of weights from memory once.
+// Shared by the x86 kernel files; every function has internal linkage, so each instruction-set
+// level keeps its own copy (see matmul_avx512.cpp on shared inline functions). Include it after
+// <immintrin.h> (or the tests' AVX-512 emulation header, which defines _mm_prefetch itself).
+
+#include <cstdint>
+
+namespace oxinfer::kernels {
+namespace {
+
+// Asking for the weights this far ahead of a row dot keeps more cache-line reads in flight than
+// the out-of-order window alone; past the end of a row it fetches the next row, which comes next.
+constexpr int kPrefetchBytes = 2048;
+inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
+
+// The hardware prefetchers follow a stream only within one 4 KB page, so at every page boundary
+// the stream starts again from demand misses. When a row dot's step of `step` bytes begins in the
+// first `step` bytes of a page (once per page: the steps tile the rows, and a thread's rows are
+// contiguous), this asks for the whole page after the next in one burst. On the 2-core EPYC VM it
+// lifted bf16 GEMV from about 80% of the read bandwidth to all of it, and the others a little.
+constexpr uintptr_t kPageBytes = 4096;
+constexpr uintptr_t kPagesAhead = 2;
+inline void prefetch_page_ahead(const void* p, uintptr_t step) {
+    const auto address = reinterpret_cast<uintptr_t>(p);
+    if ((address & (kPageBytes - 1)) >= step) return;
+    const char* page = reinterpret_cast<const char*>((address & ~(kPageBytes - 1)) + kPagesAhead * kPageBytes);
+    for (uintptr_t line = 0; line < kPageBytes; line += 64) _mm_prefetch(page + line, _MM_HINT_T1);
+}
+
+}  // namespace
+}  // namespace oxinfer::kernels
