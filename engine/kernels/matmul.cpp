@@ -191,8 +191,9 @@ double peak_flops_probe_scalar(int64_t iterations, float* sink) {
 }
 
 MatmulTable scalar_table() {
-    return {quantize_blocks32_scalar, quantize_blocks256_scalar, dot_f32_scalar,  dot_f16_scalar,   dot_bf16_scalar,
-            dot_q8_0_scalar,          dot_q4_0_scalar,          dot_q4_k_scalar, dot_q6_k_scalar, pack_panel_scalar, gemm_tile_scalar,
+    return {quantize_blocks32_scalar, quantize_blocks256_scalar, over_rows<dot_f32_scalar>,  over_rows<dot_f16_scalar>,
+            over_rows<dot_bf16_scalar>, over_rows<dot_q8_0_scalar>, over_rows<dot_q4_0_scalar>, over_rows<dot_q4_k_scalar>,
+            over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
             nullptr,                  false,                    nullptr};
 }
@@ -369,27 +370,33 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t begin = std::max<int64_t>(0, (unit_begin - part.first_unit) * kRowGranule);
             const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
             if (begin >= end) continue;
+            if (part.dot && !(tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens)) {
+                // Rows by granules: several tokens find each granule's rows in L1.
+                for (int64_t r = begin; r < end; r += kRowGranule) {
+                    const int64_t rows = std::min(kRowGranule, end - r);
+                    for (int64_t t = 0; t < tokens; ++t)
+                        part.dot(cols, w.data + r * w.row_bytes, w.row_bytes, rows, act.row(part.format, t), part.y + t * w.rows + r);
+                }
+                continue;
+            }
             if (!part.dot && static_cast<int64_t>(row.size()) < cols) row.resize(static_cast<size_t>(cols));
             for (int64_t r = begin; r < end; ++r) {
                 const std::byte* weights = w.data + r * w.row_bytes;
-                if (!part.dot) {
+                if (!part.dot) {  // the generic path: the row dequantised, then the f32 dot
                     convert_to_f32(w.dtype, weights, row.data(), cols);
-                    weights = reinterpret_cast<const std::byte*>(row.data());
-                }
-                const RowDot dot = part.dot ? part.dot : table.dot_f32;
-                if (tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens) {
-                    // The row read once for every token (up to kQ4kTileTokens at a time), the row dot's arithmetic.
-                    for (int64_t t = 0; t < tokens; t += kQ4kTileTokens) {
-                        const int n = static_cast<int>(std::min<int64_t>(kQ4kTileTokens, tokens - t));
-                        const void* rows_of[kQ4kTileTokens];
-                        float out[kQ4kTileTokens];
-                        for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
-                        table.dot_q4_k_tokens(cols, weights, rows_of, n, out);
-                        for (int i = 0; i < n; ++i) part.y[(t + i) * w.rows + r] = out[i];
-                    }
+                    for (int64_t t = 0; t < tokens; ++t)
+                        table.dot_f32(cols, reinterpret_cast<const std::byte*>(row.data()), 0, 1, act.row(part.format, t), part.y + t * w.rows + r);
                     continue;
                 }
-                for (int64_t t = 0; t < tokens; ++t) part.y[t * w.rows + r] = dot(cols, weights, act.row(part.format, t));
+                // Q4_K for several tokens: the row read once for every token (up to kQ4kTileTokens at a time), the row dot's arithmetic.
+                for (int64_t t = 0; t < tokens; t += kQ4kTileTokens) {
+                    const int n = static_cast<int>(std::min<int64_t>(kQ4kTileTokens, tokens - t));
+                    const void* rows_of[kQ4kTileTokens];
+                    float out[kQ4kTileTokens];
+                    for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
+                    table.dot_q4_k_tokens(cols, weights, rows_of, n, out);
+                    for (int i = 0; i < n; ++i) part.y[(t + i) * w.rows + r] = out[i];
+                }
             }
         }
     });

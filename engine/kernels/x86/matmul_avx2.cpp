@@ -529,16 +529,16 @@ double peak_flops_probe_avx2(int64_t iterations, float* sink) {
 void fill_matmul_avx2(MatmulTable& table) {
     table.quantize_blocks32 = quantize_blocks32_avx2;
     table.quantize_blocks256 = quantize_blocks256_avx2;
-    table.dot_f32 = dot_f32_avx2;
-    table.dot_f16 = dot_f16_avx2;
-    table.dot_bf16 = dot_bf16_even_odd_avx2;
+    table.dot_f32 = over_rows<dot_f32_avx2>;
+    table.dot_f16 = over_rows<dot_f16_avx2>;
+    table.dot_bf16 = over_rows<dot_bf16_even_odd_avx2>;
     table.bf16_even_odd = true;
-    table.dot_q8_0 = dot_q8_0_avx2;
-    table.dot_q4_0 = dot_q4_0_avx2;
-    table.dot_q4_k = dot_q4_k_avx2;
+    table.dot_q8_0 = over_rows<dot_q8_0_avx2>;
+    table.dot_q4_0 = over_rows<dot_q4_0_avx2>;
+    table.dot_q4_k = over_rows<dot_q4_k_avx2>;
     table.gemm_q4_k_tile = gemm_q4_k_tile_avx2;
     table.dot_q4_k_tokens = dot_q4_k_tokens_avx2;
-    table.dot_q6_k = dot_q6_k_avx2;
+    table.dot_q6_k = over_rows<dot_q6_k_avx2>;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;
     table.read_sum = read_sum_avx2;

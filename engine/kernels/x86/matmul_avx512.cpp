@@ -138,9 +138,9 @@ double peak_flops_probe_avx512(int64_t iterations, float* sink) {
 }  // namespace
 
 void fill_matmul_avx512(MatmulTable& table) {
-    table.dot_f32 = dot_f32_avx512;
-    table.dot_f16 = dot_16bit_avx512<false>;
-    table.dot_bf16 = dot_16bit_avx512<true>;
+    table.dot_f32 = over_rows<dot_f32_avx512>;
+    table.dot_f16 = over_rows<dot_16bit_avx512<false>>;
+    table.dot_bf16 = over_rows<dot_16bit_avx512<true>>;
     table.bf16_even_odd = false;
     table.gemm_tile = gemm_tile_avx512;
     table.read_sum = read_sum_avx512;

@@ -127,8 +127,8 @@ double peak_bf16_probe_avx512(int64_t iterations, float* sink) {
 }  // namespace
 
 void fill_matmul_avx512bf16(MatmulTable& table) {
-    table.dot_q8_0 = dot_q8_0_vnni;
-    table.dot_q4_0 = dot_q4_0_vnni;
+    table.dot_q8_0 = over_rows<dot_q8_0_vnni>;
+    table.dot_q4_0 = over_rows<dot_q4_0_vnni>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
     table.peak_bf16_probe = peak_bf16_probe_avx512;
