@@ -21,18 +21,6 @@ static inline void k4_scale_min(const uint8_t* s, int j, int& scale, int& min) {
     }
 }
 
-// All eight scales and mins at once, with 32-bit operations on the same layout: scales[j] and
-// mins[j] as k4_scale_min gives them.
-static inline void k4_scales_mins(const uint8_t* s, uint8_t scales[8], uint8_t mins[8]) {
-    uint32_t w[3];
-    std::memcpy(w, s, 12);
-    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-    const uint32_t sc[2] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4)};
-    const uint32_t mn[2] = {w[1] & low6, ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
-    std::memcpy(scales, sc, 8);
-    std::memcpy(mins, mn, 8);
-}
-
 static inline uint16_t load_u16(const uint8_t* p) {
     uint16_t v;
     std::memcpy(&v, p, 2);
