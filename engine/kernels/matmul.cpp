@@ -371,9 +371,11 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
             if (begin >= end) continue;
             if (part.dot && !(tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens)) {
-                // Rows by granules: several tokens find each granule's rows in L1.
-                for (int64_t r = begin; r < end; r += kRowGranule) {
-                    const int64_t rows = std::min(kRowGranule, end - r);
+                // Several tokens take the rows a few at a time (about 16 KB), so that every token
+                // after the first finds them in L1.
+                const int64_t step = tokens == 1 ? kRowGranule : std::clamp<int64_t>(16384 / w.row_bytes, 1, kRowGranule);
+                for (int64_t r = begin; r < end; r += step) {
+                    const int64_t rows = std::min(step, end - r);
                     for (int64_t t = 0; t < tokens; ++t)
                         part.dot(cols, w.data + r * w.row_bytes, w.row_bytes, rows, act.row(part.format, t), part.y + t * w.rows + r);
                 }

@@ -48,7 +48,7 @@ template <float (*kOneRow)(int64_t cols, const std::byte* weights, const void* a
 void over_rows(int64_t cols, const std::byte* weights, int64_t row_bytes, int64_t rows, const void* activations, float* y) {
     for (int64_t r = 0; r < rows; ++r) y[r] = kOneRow(cols, weights + r * row_bytes, activations);
 }
-// One row against several tokens' activations: out[t] = the type's RowDot of the row with
+// One row against several tokens' activations: out[t] = the type's RowDot of that one row with
 // activations[t], bit for bit (the same operations in the same order), the row read once.
 using RowDotTokens = void (*)(int64_t cols, const std::byte* weights, const void* const* activations, int tokens, float* out);
 

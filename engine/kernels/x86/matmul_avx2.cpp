@@ -2,7 +2,8 @@
 // after run-time detection: everything it defines stays in an anonymous namespace, and it uses
 // no shared inline functions or templates (std::min, containers...), whose AVX2-compiled copies
 // the linker could otherwise hand to code running on older CPUs. fill_matmul_avx2 is the only
-// symbol it exports.
+// symbol it exports. (over_rows from matmul_table.h is instantiated only with this file's
+// anonymous-namespace functions, which gives each instantiation internal linkage.)
 
 #include "kernels/block_layouts.h"
 #include "kernels/matmul_table.h"
@@ -151,7 +152,8 @@ float dot_f16_avx2(int64_t n, const std::byte* w, const void* a) {
 // load holds values 2j (low half) and 2j+1 (high half), which become floats by a shift and a
 // mask. Half the instructions of widening 8 values at a time, which kept bf16 GEMV below the
 // memory bandwidth of a core. Unlike the other row dots it asks for no prefetch 2 KB ahead, only
-// for the page bursts: Llama-3.2-1B bf16 decoded 7-19% faster without it (5 of 5 alternating runs).
+// for the page bursts: Llama-3.2-1B bf16 decoded 7-19% faster without it (5 of 5 alternating
+// runs, before the page bursts; with them, adding it back measured within the noise).
 float dot_bf16_even_odd_avx2(int64_t n, const std::byte* w, const void* a) {
     auto* p = reinterpret_cast<U8>(w);
     const auto* af = static_cast<const float*>(a);
@@ -251,8 +253,10 @@ inline __m256i k4_scale(__m256i words) {
 // activations' 16-value sums, each turned to float once per block into its own accumulator. The
 // one-token row dot is T = 1, so several tokens give each token its one-token bits (a verified
 // draft's logits are the plain decode's).
+// Not inlined: inlined into over_rows' loop it measured slower (GEMV 68-74% of the read rate
+// against 86-98%).
 template <int T>
-void q4_k_row_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, float* out) {
+[[gnu::noinline]] void q4_k_row_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, float* out) {
     const ActBlock256* act[T];
     for (int t = 0; t < T; ++t) act[t] = static_cast<const ActBlock256*>(a[t]);
     auto* p = reinterpret_cast<U8>(w);

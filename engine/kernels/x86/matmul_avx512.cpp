@@ -5,7 +5,8 @@
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq and run only after run-time detection:
 // everything lives in an anonymous namespace and uses only intrinsics and plain loops (no shared
 // inline functions or templates, whose AVX-512 copies the linker could hand to code running on
-// older CPUs). fill_matmul_avx512 is the only exported symbol.
+// older CPUs). fill_matmul_avx512 is the only exported symbol (over_rows, a template from
+// matmul_table.h, gets internal linkage from this file's anonymous-namespace functions).
 
 #include "kernels/block_layouts.h"
 #include "kernels/matmul_table.h"

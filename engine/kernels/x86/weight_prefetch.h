@@ -16,8 +16,9 @@ inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const cha
 
 // The hardware prefetchers follow a stream only within one 4 KB page, so at every page boundary
 // the stream starts again from demand misses. When a row dot's step of `step` bytes begins in the
-// first `step` bytes of a page (once per page: the steps tile the rows, and a thread's rows are
-// contiguous), this asks for the whole page after the next in one burst. On the 2-core EPYC VM it
+// first `step` bytes of a page (once per page as a thread streams its contiguous rows; a page
+// boundary inside a row's tail loop gets none), this asks for the whole page after the next in
+// one burst. On the 2-core EPYC VM it
 // lifted bf16 GEMV from about 80% of the read bandwidth to all of it, and the others a little.
 constexpr uintptr_t kPageBytes = 4096;
 constexpr uintptr_t kPagesAhead = 2;
