@@ -66,10 +66,16 @@ int run_bench(const std::vector<std::string>& argv) {
     if (json_output) {
         nlohmann::json out = {{"threads", report.threads}, {"isa", report.isa}, {"bandwidth_gbs", report.bandwidth_gbs},
                               {"peak_gflops", report.peak_gflops}, {"cpu", platform().cpu_name}, {"kernels", nlohmann::json::array()}};
-        for (const KernelBenchResult& k : report.kernels)
-            out["kernels"].push_back({{"type", dtype_name(k.type)}, {"gemv_gbs", k.gemv_gbs}, {"gemm_gflops", k.gemm_gflops}, {"isa", report.isa},
-                                      {"gemv_fraction_of_bandwidth", k.gemv_gbs / report.bandwidth_gbs},
-                                      {"gemm_peak_gflops", k.gemm_peak_gflops}, {"gemm_fraction_of_peak", k.gemm_gflops / k.gemm_peak_gflops}});
+        for (const KernelBenchResult& k : report.kernels) {
+            nlohmann::json entry = {{"type", dtype_name(k.type)}, {"gemv_gbs", k.gemv_gbs}, {"gemm_gflops", k.gemm_gflops}, {"isa", report.isa},
+                                    {"gemv_fraction_of_bandwidth", k.gemv_gbs / report.bandwidth_gbs},
+                                    {"gemm_peak_gflops", k.gemm_peak_gflops}, {"gemm_fraction_of_peak", k.gemm_gflops / k.gemm_peak_gflops}};
+            if (k.gemm_bf16_activations_gflops > 0) {
+                entry["gemm_bf16_activations_gflops"] = k.gemm_bf16_activations_gflops;
+                entry["bf16_dot_peak_gflops"] = k.bf16_dot_peak_gflops;
+            }
+            out["kernels"].push_back(entry);
+        }
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
@@ -79,6 +85,11 @@ int run_bench(const std::vector<std::string>& argv) {
     for (const KernelBenchResult& k : report.kernels)
         std::printf("| %s | %.1f | %.0f%% | %.1f | %.0f%% |\n", dtype_name(k.type).data(), k.gemv_gbs, 100 * k.gemv_gbs / report.bandwidth_gbs,
                     k.gemm_gflops, 100 * k.gemm_gflops / k.gemm_peak_gflops);
+    for (const KernelBenchResult& k : report.kernels)
+        if (k.gemm_bf16_activations_gflops > 0)
+            std::printf("\n%s GEMM on bf16-rounded activations (--bf16-activations, vdpbf16ps): %.1f GFLOP/s, %.0f%% of that instruction's peak %.1f\n",
+                        dtype_name(k.type).data(), k.gemm_bf16_activations_gflops, 100 * k.gemm_bf16_activations_gflops / k.bf16_dot_peak_gflops,
+                        k.bf16_dot_peak_gflops);
     return 0;
 }
 

@@ -500,8 +500,8 @@ void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
     const int64_t K = w.cols;
     const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
 
-    if (w.dtype == DType::BF16 && table.gemm_tile_bf16) {
-        // bf16 weights on a level with a bf16 dot product: activations rounded to bf16 once,
+    if (w.dtype == DType::BF16 && w.bf16_activations && table.gemm_tile_bf16) {
+        // bf16 weights on a level with a bf16 dot product, when the matrix allows it: activations rounded to bf16 once,
         // packed as pairs of consecutive k (one 32-bit word per token and k pair), zero-padded.
         const int64_t pairs = (K + 1) / 2;
         std::vector<uint32_t> packed_x(static_cast<size_t>(groups * pairs * kGemmTokens));

@@ -34,6 +34,7 @@ public:
 
 struct ModelLoadSettings {
     std::optional<DType> convert_weights;  // --quant
+    bool bf16_activations = false;         // --bf16-activations
 };
 
 // A multi-token-prediction head (Qwen3.5's mtp.*): from the model's final-normed hidden state at

@@ -127,6 +127,7 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
     impl->pool = std::make_unique<ThreadPool>(options.threads);
     models::ModelLoadSettings settings;
     settings.convert_weights = options.convert_weights;
+    settings.bf16_activations = options.bf16_activations;
     impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
     if (!options.draft_model.empty()) {
         impl->draft_checkpoint = Checkpoint::open(hf::resolve_model(options.draft_model));

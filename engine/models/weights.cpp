@@ -19,8 +19,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-WeightStore::WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, ThreadPool& pool)
-    : checkpoint_(checkpoint), convert_to_(convert_to), pool_(pool) {
+WeightStore::WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, bool bf16_activations, ThreadPool& pool)
+    : checkpoint_(checkpoint), convert_to_(convert_to), bf16_activations_(bf16_activations), pool_(pool) {
     if (convert_to_ && !can_quantize(*convert_to_))
         throw Error(std::string(dtype_name(*convert_to_)), "weights cannot be converted to this type at load");
     if (is_gguf()) {
@@ -68,6 +68,7 @@ kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int6
 }
 
 kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name) {
+    w.bf16_activations = bf16_activations_;  // read only for bf16 matrices
     if (!convert_to_ || *convert_to_ == w.dtype) {
         if (!can_convert_to_f32(w.dtype))
             throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));

@@ -27,8 +27,9 @@ struct Linear {
 class WeightStore {
 public:
     // `convert_to`: any type quantize_row writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K) to convert every
-    // matrix at load; nullopt keeps them as stored.
-    WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, ThreadPool& pool);
+    // matrix at load; nullopt keeps them as stored. `bf16_activations`: bf16 matrices may take
+    // bf16-rounded activations in the GEMM (kernels::WeightMatrix::bf16_activations).
+    WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, bool bf16_activations, ThreadPool& pool);
 
     const Checkpoint& checkpoint() const { return checkpoint_; }
     bool is_gguf() const { return checkpoint_.format() == CheckpointFormat::Gguf; }
@@ -58,6 +59,7 @@ private:
 
     const Checkpoint& checkpoint_;
     std::optional<DType> convert_to_;
+    bool bf16_activations_;
     ThreadPool& pool_;
     std::string gguf_arch_;
     std::deque<std::vector<std::byte>> owned_;

@@ -26,7 +26,10 @@ struct KernelBenchResult {
     DType type;
     double gemv_gbs = 0;     // weight bytes / second
     double gemm_gflops = 0;  // 2 * tokens * rows * cols / second
-    double gemm_peak_gflops = 0;  // the peak of the instruction this type's GEMM uses (FMA, or vdpbf16ps for bf16 where present)
+    double gemm_peak_gflops = 0;  // the peak of the instruction this type's GEMM uses (FMA)
+    // bf16 on CPUs with vdpbf16ps: the GEMM on bf16-rounded activations (LoadOptions::bf16_activations)
+    // and that instruction's peak; 0 elsewhere.
+    double gemm_bf16_activations_gflops = 0, bf16_dot_peak_gflops = 0;
 };
 
 struct KernelBenchReport {

@@ -1,5 +1,6 @@
 // AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
-// and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs).
+// and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs) for
+// matrices that allow bf16-rounded activations (WeightMatrix::bf16_activations).
 //
 // Compiled with -mavx512bf16 -mavx512vnni (and the AVX-512 flags) and run only after run-time
 // detection; self-contained for the same reason as the other x86 files. fill_matmul_avx512bf16 is
