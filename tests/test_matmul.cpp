@@ -174,6 +174,14 @@ private slots:
                     gemm_with(*level.matmul, rounded, x.data(), tokens, y_gemm_rounded.data(), pool);
                     if (!level.emulated) matmul(m.w, x.data(), tokens, y.data(), pool);  // the dispatching entry point
                     if (level.isa == Isa::Scalar && threads == 1) scalar_gemv = y_gemv;
+                    // Several Q4_K tokens (a speculative verification) give each token its one-token
+                    // bits, so that a verified draft's logits are the plain decode's.
+                    if (m.w.dtype == DType::Q4_K)
+                        for (int t = 0; t < tokens; ++t) {
+                            std::vector<float> alone(static_cast<size_t>(rows));
+                            gemv_with(*level.matmul, m.w, x.data() + t * cols, 1, alone.data(), pool);
+                            for (int r = 0; r < rows; ++r) QCOMPARE(y_gemv[static_cast<size_t>(t * rows + r)], alone[static_cast<size_t>(r)]);
+                        }
                     const bool bf16_activations = m.w.dtype == DType::BF16 && level.matmul->gemm_tile_bf16;
                     // Q4_K prefill multiplies int8 activations, as its GEMV does.
                     const std::vector<double>& gemm_bound = m.w.dtype == DType::Q4_K ? quant_bound : float_bound;
