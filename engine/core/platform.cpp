@@ -69,7 +69,11 @@ bool bit(unsigned value, int index) { return (value >> index) & 1u; }
 
 void detect_x86(PlatformInfo& info) {
     CpuFeatures& f = info.features;
-    const unsigned max_leaf = cpuid(0).eax;
+    const Registers l0 = cpuid(0);
+    const unsigned max_leaf = l0.eax;
+    info.cpu_vendor.clear();
+    for (unsigned word : {l0.ebx, l0.edx, l0.ecx})
+        for (int b = 0; b < 4; ++b) info.cpu_vendor += static_cast<char>((word >> (8 * b)) & 0xff);
     const Registers l1 = cpuid(1);
     f.sse42 = bit(l1.ecx, 20);
     f.fma = bit(l1.ecx, 12);
@@ -305,6 +309,7 @@ PlatformInfo detect_platform() {
 #endif
     detect_cores_and_memory(info);
     if (info.cpu_name.empty()) info.cpu_name = "unknown";
+    if (info.cpu_vendor.empty()) info.cpu_vendor = "unknown";
     return info;
 }
 

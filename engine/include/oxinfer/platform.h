@@ -23,6 +23,7 @@ struct CpuFeatures {
 struct PlatformInfo {
     std::string arch;        // "x86_64", "aarch64", ...
     std::string cpu_name;    // brand string, or "unknown"
+    std::string cpu_vendor;  // x86 cpuid vendor ("GenuineIntel", "AuthenticAMD"), or "unknown"
     CpuFeatures features;
     int physical_cores = 1;
     int logical_cores = 1;

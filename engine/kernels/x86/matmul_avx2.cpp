@@ -189,8 +189,8 @@ float dot_q8_0_avx2(int64_t n, const std::byte* w, const void* a) {
     auto* p = reinterpret_cast<U8>(w);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
-        prefetch_weights(p);
-        prefetch_page_ahead(p, blocks::kQ8_0Bytes);
+        prefetch_blocks(p);
+        prefetch_blocks_page_ahead(p, blocks::kQ8_0Bytes);
         const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
         const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
         const __m256 d = _mm256_set1_ps(half(p) * act[b].d);
@@ -207,8 +207,8 @@ float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block, from the activations' qsum
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
-        prefetch_weights(p);
-        prefetch_page_ahead(p, blocks::kQ4_0Bytes);
+        prefetch_blocks(p);
+        prefetch_blocks_page_ahead(p, blocks::kQ4_0Bytes);
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
         // low nibbles are elements 0..15, high nibbles 16..31; as codes 0..15 they are the
         // unsigned operand maddubs wants, with no sign juggling.
@@ -264,9 +264,9 @@ template <int T>
     __m256 acc[T], acc_min[T];
     for (int t = 0; t < T; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
-        prefetch_weights(p);
-        prefetch_weights(p + 64);
-        prefetch_page_ahead(p, blocks::kQ4_KBytes);
+        prefetch_blocks(p);
+        prefetch_blocks(p + 64);
+        prefetch_blocks_page_ahead(p, blocks::kQ4_KBytes);
         const __m128i scales_mins = k4_scales_mins(p + 4);
         const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
         const __m256i scales = k4_scale_words(scales_mins);
@@ -392,10 +392,10 @@ float dot_q6_k_avx2(int64_t n, const std::byte* w, const void* a) {
     float sum = 0;
     for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ6_KBytes) {
         const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
-        prefetch_weights(p);
-        prefetch_weights(p + 64);
-        prefetch_weights(p + 128);
-        prefetch_page_ahead(p, blocks::kQ6_KBytes);
+        prefetch_blocks(p);
+        prefetch_blocks(p + 64);
+        prefetch_blocks(p + 128);
+        prefetch_blocks_page_ahead(p, blocks::kQ6_KBytes);
         // codes are stored +32: subtract 32 * sum(scale * activation sums)
         const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));

@@ -38,8 +38,8 @@ float dot_q8_0_vnni(int64_t n, const std::byte* w, const void* a) {
     auto* p = reinterpret_cast<U8>(w);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
-        prefetch_weights(p);
-        prefetch_page_ahead(p, blocks::kQ8_0Bytes);
+        prefetch_blocks(p);
+        prefetch_blocks_page_ahead(p, blocks::kQ8_0Bytes);
         const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
         const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
         // vpdpbusd multiplies unsigned by signed bytes: |w| times a with w's sign moved onto it.
@@ -56,8 +56,8 @@ float dot_q4_0_vnni(int64_t n, const std::byte* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block
     for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
-        prefetch_weights(p);
-        prefetch_page_ahead(p, blocks::kQ4_0Bytes);
+        prefetch_blocks(p);
+        prefetch_blocks_page_ahead(p, blocks::kQ4_0Bytes);
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
         const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);  // 0..15, unsigned
         const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
