@@ -15,6 +15,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -206,6 +207,33 @@ private slots:
             }
             set_active_isa(best_isa());
         }
+    }
+
+    // The two-panel GEMM tile gives exactly the bits of two one-panel tiles (so a product does not
+    // depend on which panels a thread happens to pair), for odd and even depths, stored or added.
+    void pairTileIsTwoTiles() {
+        int levels_with_pair = 0;
+        for (const KernelLevel& level : kernel_levels()) {
+            const MatmulTable& table = *level.matmul;
+            if (!table.gemm_tile_pair) continue;
+            ++levels_with_pair;
+            for (int64_t k : {1, 2, 7, 256})
+                for (bool accumulate : {false, true}) {
+                    const auto x = test::random_floats(static_cast<size_t>(k * kGemmTokens), static_cast<uint32_t>(k));
+                    const auto w0 = test::random_floats(static_cast<size_t>(k * kGemmRows), static_cast<uint32_t>(k + 1));
+                    const auto w1 = test::random_floats(static_cast<size_t>(k * kGemmRows), static_cast<uint32_t>(k + 2));
+                    const int64_t ldc = 2 * kGemmRows + 3;
+                    const auto start = test::random_floats(static_cast<size_t>(kGemmTokens * ldc), 99);
+                    std::vector<float> pair = start, single = start;
+                    table.gemm_tile_pair(k, x.data(), w0.data(), w1.data(), pair.data(), ldc, accumulate);
+                    table.gemm_tile(k, x.data(), w0.data(), single.data(), ldc, accumulate);
+                    table.gemm_tile(k, x.data(), w1.data(), single.data() + kGemmRows, ldc, accumulate);
+                    for (size_t i = 0; i < pair.size(); ++i)
+                        QVERIFY2(std::memcmp(&pair[i], &single[i], sizeof(float)) == 0,
+                                 qPrintable(QStringLiteral("%1, k %2, element %3: %4 vs %5").arg(QString::fromStdString(level.name)).arg(k).arg(i).arg(pair[i]).arg(single[i])));
+                }
+        }
+        if (levels_with_pair == 0) QSKIP("no instruction-set level here has a two-panel GEMM tile");
     }
 
     // Matrices of different types and row counts sharing one input (q/k/v of a GGUF that mixes

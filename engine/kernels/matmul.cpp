@@ -195,7 +195,7 @@ MatmulTable scalar_table() {
             over_rows<dot_bf16_scalar>, over_rows<dot_q8_0_scalar>, over_rows<dot_q4_0_scalar>, over_rows<dot_q4_k_scalar>,
             over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
-            nullptr,                  false,                    nullptr};
+            nullptr,                  false,                    nullptr,                  nullptr};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
@@ -416,17 +416,19 @@ constexpr int64_t kPanelsPerBlock = 4;
 // are packed once (L1-resident) and every token group is multiplied by them, accumulating into
 // the outputs. Packed is float (one value per k) or
 // uint32_t (two bf16 values per pair of k); x_group_stride is the packed length of a token group.
-template <class Packed, class PackPanel, class Tile>
+// With a pair tile (float panels, levels that have one), two full panels of a block go together.
+template <class Packed, class PackPanel, class Tile, class PairTile = std::nullptr_t>
 void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int64_t x_group_stride, int64_t tokens, float* y,
-                 ThreadPool& pool, PackPanel pack_panel, Tile tile_kernel) {
+                 ThreadPool& pool, PackPanel pack_panel, Tile tile_kernel, PairTile pair_tile = nullptr) {
     const int64_t K = w.cols;
     const int64_t groups = (tokens + kGemmTokens - 1) / kGemmTokens;
     const int64_t panels = (w.rows + kGemmRows - 1) / kGemmRows;
     const auto block_elements = dtype_traits(w.dtype).block_elements;
     const auto block_bytes = static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
     constexpr int64_t kPerK = std::is_same_v<Packed, uint32_t> ? 2 : 1;  // k values per packed step
+    constexpr int64_t kPanelValues = kGemmKc / kPerK * kGemmRows;
     pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
-        std::vector<Packed> packed_w(static_cast<size_t>(kGemmKc / kPerK * kGemmRows));
+        std::vector<Packed> packed_w(static_cast<size_t>(2 * kPanelValues));
         float tile[kGemmTokens * kGemmRows];
         const std::byte* rows[kGemmRows];
         for (int64_t block = panel_begin; block < panel_end; block += kPanelsPerBlock) {
@@ -435,25 +437,43 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
                 const int64_t kc = std::min<int64_t>(kGemmKc, K - k0);
                 const int64_t steps = (kc + kPerK - 1) / kPerK;
                 const uint64_t byte_offset = static_cast<uint64_t>(k0 / block_elements) * block_bytes;
-                for (int64_t panel = block; panel < block_end; ++panel) {
-                    const int64_t r0 = panel * kGemmRows;
-                    const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
-                    for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
-                    pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data());
+                for (int64_t panel = block; panel < block_end;) {
+                    bool paired = false;
+                    if constexpr (!std::is_same_v<PairTile, std::nullptr_t>)
+                        paired = pair_tile && panel + 1 < block_end && w.rows - panel * kGemmRows >= 2 * kGemmRows;
+                    const int count = paired ? 2 : 1;
+                    for (int i = 0; i < count; ++i) {
+                        const int64_t r0 = (panel + i) * kGemmRows;
+                        const int valid_rows = static_cast<int>(std::min<int64_t>(kGemmRows, w.rows - r0));
+                        for (int r = 0; r < valid_rows; ++r) rows[r] = w.data + (r0 + r) * w.row_bytes + byte_offset;
+                        pack_panel(w.dtype, rows, valid_rows, kc, packed_w.data() + i * kPanelValues);
+                    }
                     for (int64_t g = 0; g < groups; ++g) {
                         const Packed* xs = packed_x.data() + g * x_group_stride + k0 / kPerK * kGemmTokens;
                         const int64_t valid_tokens = std::min<int64_t>(kGemmTokens, tokens - g * kGemmTokens);
-                        float* out = y + g * kGemmTokens * w.rows + r0;
-                        if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
-                            tile_kernel(steps, xs, packed_w.data(), out, w.rows, k0 > 0);
-                            continue;
+                        if constexpr (!std::is_same_v<PairTile, std::nullptr_t>)
+                            if (paired && valid_tokens == kGemmTokens) {
+                                pair_tile(steps, xs, packed_w.data(), packed_w.data() + kPanelValues, y + g * kGemmTokens * w.rows + panel * kGemmRows,
+                                          w.rows, k0 > 0);
+                                continue;
+                            }
+                        for (int i = 0; i < count; ++i) {
+                            const int64_t r0 = (panel + i) * kGemmRows;
+                            const int64_t valid_rows = std::min<int64_t>(kGemmRows, w.rows - r0);
+                            const Packed* ws = packed_w.data() + i * kPanelValues;
+                            float* out = y + g * kGemmTokens * w.rows + r0;
+                            if (valid_tokens == kGemmTokens && valid_rows == kGemmRows) {
+                                tile_kernel(steps, xs, ws, out, w.rows, k0 > 0);
+                                continue;
+                            }
+                            // A tile at the edge of the output: computed aside, only its valid part kept.
+                            tile_kernel(steps, xs, ws, tile, kGemmRows, false);
+                            for (int64_t t = 0; t < valid_tokens; ++t)
+                                for (int64_t r = 0; r < valid_rows; ++r)
+                                    out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
                         }
-                        // A tile at the edge of the output: computed aside, only its valid part kept.
-                        tile_kernel(steps, xs, packed_w.data(), tile, kGemmRows, false);
-                        for (int64_t t = 0; t < valid_tokens; ++t)
-                            for (int64_t r = 0; r < valid_rows; ++r)
-                                out[t * w.rows + r] = (k0 > 0 ? out[t * w.rows + r] : 0.0f) + tile[t * kGemmRows + r];
                     }
+                    panel += count;
                 }
             }
         }
@@ -537,7 +557,8 @@ void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
     // f32, f16 and bf16 panels are packed by the level's own kernel; other types are dequantised
     // row by row (pack_panel_scalar's path through convert_to_f32).
     const bool float_weights = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
-    gemm_panels(w, packed_x, K * kGemmTokens, tokens, y, pool, float_weights ? table.pack_panel : pack_panel_scalar, table.gemm_tile);
+    gemm_panels(w, packed_x, K * kGemmTokens, tokens, y, pool, float_weights ? table.pack_panel : pack_panel_scalar, table.gemm_tile,
+                table.gemm_tile_pair);
 }
 
 void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {

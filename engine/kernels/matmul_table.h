@@ -98,6 +98,12 @@ struct MatmulTable {
     // dot_q4_k for 2 to kQ4kTileTokens tokens at once (a speculative verification); nullptr: the
     // GEMV calls dot_q4_k per token.
     RowDotTokens dot_q4_k_tokens;
+    // gemm_tile over two full panels at once (rows r0..r0+15 from packed_w0, the next 16 from
+    // packed_w1; c at row r0), bit for bit two gemm_tile calls: each broadcast activation feeds two
+    // weight vectors, which halves the broadcasts per multiply-add where they, not the FMAs, bound
+    // the tile. nullptr where the level has none.
+    void (*gemm_tile_pair)(int64_t k, const float* packed_x, const float* packed_w0, const float* packed_w1, float* c, int64_t ldc,
+                           bool accumulate);
 };
 constexpr int kQ4kTileTokens = 4;
 

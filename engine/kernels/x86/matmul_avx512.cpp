@@ -114,6 +114,43 @@ void gemm_tile_avx512(int64_t k, const float* xp, const float* wp, float* c, int
     }
 }
 
+// gemm_tile over two panels, 6 x 32: each broadcast activation (embedded in the FMA) feeds both
+// panels' weight vectors, 2 weight loads and 6 broadcasts per 12 FMAs where the single tile needs
+// 1 and 6 per 6, so the two FMA ports rather than the loads bound it. The same operations per
+// output as gemm_tile_avx512 (even and odd k apart, then added), so the results are its bits:
+// 24 accumulators and 4 weight vectors of the 32 registers.
+void gemm_tile_pair_avx512(int64_t k, const float* xp, const float* wp0, const float* wp1, float* c, int64_t ldc, bool accumulate) {
+    static_assert(kGemmTokens == 6 && kGemmRows == 16, "the register tile is 6 x 2 x 16");
+    __m512 e[2][6], o[2][6];
+    for (int p = 0; p < 2; ++p)
+        for (int t = 0; t < 6; ++t) e[p][t] = o[p][t] = _mm512_setzero_ps();
+    int64_t kk = 0;
+    for (; kk + 2 <= k; kk += 2, xp += 12, wp0 += 32, wp1 += 32) {
+        const __m512 w0_even = _mm512_loadu_ps(wp0), w1_even = _mm512_loadu_ps(wp1);
+        const __m512 w0_odd = _mm512_loadu_ps(wp0 + 16), w1_odd = _mm512_loadu_ps(wp1 + 16);
+        for (int t = 0; t < 6; ++t) {
+            const __m512 x_even = _mm512_set1_ps(xp[t]), x_odd = _mm512_set1_ps(xp[6 + t]);
+            e[0][t] = _mm512_fmadd_ps(x_even, w0_even, e[0][t]);
+            e[1][t] = _mm512_fmadd_ps(x_even, w1_even, e[1][t]);
+            o[0][t] = _mm512_fmadd_ps(x_odd, w0_odd, o[0][t]);
+            o[1][t] = _mm512_fmadd_ps(x_odd, w1_odd, o[1][t]);
+        }
+    }
+    if (kk < k) {
+        const __m512 w0 = _mm512_loadu_ps(wp0), w1 = _mm512_loadu_ps(wp1);
+        for (int t = 0; t < 6; ++t) {
+            e[0][t] = _mm512_fmadd_ps(_mm512_set1_ps(xp[t]), w0, e[0][t]);
+            e[1][t] = _mm512_fmadd_ps(_mm512_set1_ps(xp[t]), w1, e[1][t]);
+        }
+    }
+    for (int t = 0; t < 6; ++t)
+        for (int p = 0; p < 2; ++p) {
+            float* out = c + t * ldc + 16 * p;
+            const __m512 row = _mm512_add_ps(e[p][t], o[p][t]);
+            _mm512_storeu_ps(out, accumulate ? _mm512_add_ps(_mm512_loadu_ps(out), row) : row);
+        }
+}
+
 float read_sum_avx512(const float* data, int64_t n) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t i = 0;
@@ -144,6 +181,7 @@ void fill_matmul_avx512(MatmulTable& table) {
     table.dot_bf16 = over_rows<dot_16bit_avx512<true>>;
     table.bf16_even_odd = false;
     table.gemm_tile = gemm_tile_avx512;
+    table.gemm_tile_pair = gemm_tile_pair_avx512;
     table.read_sum = read_sum_avx512;
     table.peak_flops_probe = peak_flops_probe_avx512;
 }
