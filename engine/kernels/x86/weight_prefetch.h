@@ -12,10 +12,11 @@ namespace oxinfer::kernels {
 // arithmetic per byte of the float ones, ask for their weights: chosen once for the CPU
 // (weight_prefetch.cpp). On the 2-core AMD EPYC VM the page bursts below helped them a little.
 // On a 2-core Xeon VM (AVX-512) the bursts cost them 10-20% and a plain prefetch 4 KB ahead
-// streamed fastest: 600 MB of 1024-value rows in a mapped file, medians of 12 rounds interleaved
-// in one process, Q4_K 14.6-16.7 GB/s with bursts, 16.6-20.7 without; decoding Qwen3-0.6B and
-// Llama-3.2-1B in Q8_0 and Q4_K, 5-10% faster in 9 of 12 alternating runs. The float rows keep
-// the bursts on both (bf16 decoding on the Xeon: about 25 GB/s with them, 21-23 without).
+// streamed fastest: 600 MB of 1024-value rows (mapped file, anonymous memory), medians of 12
+// rounds interleaved in one process, Q4_K 14.6-16.7 GB/s with bursts, 16.6-20.7 without;
+// decoding Qwen3-0.6B and Llama-3.2-1B in Q8_0 and Q4_K, 5-10% faster in 9 of 12 alternating
+// runs. The float rows keep the bursts on both (bf16 decoding on the Xeon: about 25 GB/s with
+// them, 21-23 without).
 struct BlockPrefetch {
     int bytes_ahead;
     bool page_bursts;
