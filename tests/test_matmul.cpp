@@ -35,6 +35,9 @@ struct TestMatrix {
     std::vector<float> dequantised;  // rows x cols, exactly as convert_to_f32 gives
 };
 
+// QCOMPARE of floats is fuzzy (qFuzzyCompare); these checks promise identical bits.
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
 // One output's reference in double, and the error bound of each path (see `products`).
 struct Expected {
     double value, float_bound, quant_bound, bf16_bound;
@@ -181,7 +184,7 @@ private slots:
                         for (int t = 0; t < tokens; ++t) {
                             std::vector<float> alone(static_cast<size_t>(rows));
                             gemv_with(*level.matmul, m.w, x.data() + t * cols, 1, alone.data(), pool);
-                            for (int r = 0; r < rows; ++r) QCOMPARE(y_gemv[static_cast<size_t>(t * rows + r)], alone[static_cast<size_t>(r)]);
+                            for (int r = 0; r < rows; ++r) QVERIFY(same_bits(y_gemv[static_cast<size_t>(t * rows + r)], alone[static_cast<size_t>(r)]));
                         }
                     const bool bf16_activations = m.w.dtype == DType::BF16 && level.matmul->gemm_tile_bf16;
                     // Q4_K prefill multiplies int8 activations, as its GEMV does.
@@ -194,7 +197,7 @@ private slots:
                         QVERIFY2(std::fabs(y_gemm_rounded[i] - reference[i]) <= rounded_bound[i],
                                  qPrintable(QStringLiteral("gemm, bf16 activations allowed, %1: %2 vs reference %3").arg(where).arg(y_gemm_rounded[i]).arg(reference[i])));
                         // Exact bf16 products differ from the rounded ones only where vdpbf16ps is used.
-                        if (!bf16_activations) QCOMPARE(y_gemm_rounded[i], y_gemm[i]);
+                        if (!bf16_activations) QVERIFY(same_bits(y_gemm_rounded[i], y_gemm[i]));
                         QVERIFY2(std::fabs(y_gemv[i] - reference[i]) <= (quant_block ? quant_bound[i] : float_bound[i]),
                                  qPrintable(QStringLiteral("gemv %1: %2 vs reference %3").arg(where).arg(y_gemv[i]).arg(reference[i])));
                         // Every level computes the same quantised products; only the order of
@@ -229,7 +232,7 @@ private slots:
                     table.gemm_tile(k, x.data(), w0.data(), single.data(), ldc, accumulate);
                     table.gemm_tile(k, x.data(), w1.data(), single.data() + kGemmRows, ldc, accumulate);
                     for (size_t i = 0; i < pair.size(); ++i)
-                        QVERIFY2(std::memcmp(&pair[i], &single[i], sizeof(float)) == 0,
+                        QVERIFY2(same_bits(pair[i], single[i]),
                                  qPrintable(QStringLiteral("%1, k %2, element %3: %4 vs %5").arg(QString::fromStdString(level.name)).arg(k).arg(i).arg(pair[i]).arg(single[i])));
                 }
         }

@@ -29,7 +29,7 @@ struct WeightMatrix {
     int64_t row_bytes = 0;  // dtype_bytes(cols)
     // bf16 weights only: the GEMM may round the activations to bf16 and multiply with vdpbf16ps
     // where the CPU has it (two products per lane per instruction), as llama.cpp always does for
-    // bf16. That moves each activation by up to 2^-9 of itself (the logits of the tests' tiny
+    // bf16. That moves each activation by up to 2^-8 of itself (the logits of the tests' tiny
     // models by up to 0.4), and on a Xeon with AVX-512 BF16 it measured no faster than exact
     // float32 FMAs (bf16 GEMM 143 against 147 GFLOP/s, one quick run). Off: exact float32
     // products on every level.

@@ -40,8 +40,8 @@ struct LoadOptions {
     DType kv_type = DType::F32;             // F32, F16 or BF16
     std::optional<DType> convert_weights;   // convert every matrix at load (--quant: BF16, Q8_0, Q4_K; also F32, F16, Q4_0)
     // Prefill of bf16 weights with activations rounded to bf16 (vdpbf16ps, on CPUs with AVX-512
-    // BF16), as llama.cpp computes bf16: up to 2^-9 relative error per activation. Off: exact
-    // float32 products, the same logits on every CPU.
+    // BF16), as llama.cpp computes bf16: up to 2^-8 relative error per activation. Off: exact
+    // float32 products on every CPU (the instruction-set levels differ only in summation order).
     bool bf16_activations = false;
     // A draft model made for this one, for speculative decoding (GenerateOptions::draft): a folder,
     // .gguf file or repo id of Gemma 4's assistant. Empty: none.

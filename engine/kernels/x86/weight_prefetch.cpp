@@ -8,8 +8,9 @@
 
 namespace oxinfer::kernels {
 
-// Measured on one Intel (Xeon, AVX-512) and one AMD (EPYC Zen 3) machine; other vendors keep the
-// AMD policy, under which the page bursts were first measured.
+// Measured on one Intel (a Xeon VM with AVX-512) and one AMD (an EPYC Zen 3 VM) machine; other
+// Intel generations follow the Xeon untested, other vendors the AMD policy, under which the page
+// bursts were first measured.
 const BlockPrefetch block_prefetch =
     platform().cpu_vendor == "GenuineIntel" ? BlockPrefetch{4096, false} : BlockPrefetch{kPrefetchBytes, true};
 
