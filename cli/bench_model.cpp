@@ -1,16 +1,20 @@
-// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-t N] [--mtp] [--json]: prompt processing (pp) and
-// generation (tg) speed as llama-bench measures them. pp: p tokens in one prefill into an empty
-// cache. tg: n tokens decoded one at a time from an empty cache. One untimed warm-up run each,
-// then r timed repetitions; tokens/s as mean and sample standard deviation.
+// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-t N] [--mtp] [--bandwidth] [--json]: prompt
+// processing (pp) and generation (tg) speed as llama-bench measures them. pp: p tokens in one
+// prefill into an empty cache. tg: n tokens decoded one at a time from an empty cache. One untimed
+// warm-up run each, then r timed repetitions; tokens/s as mean and sample standard deviation.
+// --bandwidth: the memory read bandwidth measured right before each timed tg run, and tg against
+// the bound it sets (weight bytes per token / bandwidth), run by run.
 
 #include "bench_model.h"
 #include "model_options.h"
 
 #include <oxinfer/error.h>
+#include <oxinfer/kernel_bench.h>
 #include <oxinfer/llm.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,11 +29,15 @@ struct Measurement {
     double mean = 0, stddev = 0;
     std::vector<double> samples;  // tokens/s of each timed run, as llama-bench's samples_ts
     std::optional<double> draft_acceptance;  // tgN+mtp: accepted / drafted over the timed runs
+    std::vector<double> bandwidth_gbs;       // --bandwidth: measured before each timed run
 };
 
-Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<void()>& run) {
+// `before_run`, when given, runs before each timed run, outside the timing.
+Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<void()>& run,
+                    const std::function<void()>& before_run = {}) {
     std::vector<double> rates;
     for (int r = 0; r <= repetitions; ++r) {
+        if (r > 0 && before_run) before_run();
         const auto start = std::chrono::steady_clock::now();
         run();
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -61,16 +69,25 @@ int run_model_bench(const Args& args) {
 
     Session session(*model);
     std::vector<Measurement> results;
+    std::unique_ptr<ReadBandwidthProbe> probe;
+    std::vector<double> bandwidths;
+    if (args.flag("bandwidth")) probe = std::make_unique<ReadBandwidthProbe>(model->threads());
     if (prompt > 0)
         results.push_back(measure("pp" + std::to_string(prompt), repetitions, prompt, [&] {
             session.reset();
             session.evaluate(std::span(ids.data(), static_cast<size_t>(prompt)));
         }));
-    if (generate > 0)
-        results.push_back(measure("tg" + std::to_string(generate), repetitions, generate, [&] {
-            session.reset();
-            for (int64_t i = 0; i < generate; ++i) session.evaluate(std::span(ids.data() + i, 1));
-        }));
+    if (generate > 0) {
+        results.push_back(measure(
+            "tg" + std::to_string(generate), repetitions, generate,
+            [&] {
+                session.reset();
+                for (int64_t i = 0; i < generate; ++i) session.evaluate(std::span(ids.data() + i, 1));
+            },
+            probe ? std::function<void()>([&] { bandwidths.push_back(probe->measure(0.3)); }) : std::function<void()>()));
+        results.back().bandwidth_gbs = bandwidths;
+    }
+    probe.reset();  // its 1 GiB is not needed past here
 
     // --mtp / --draft-model: greedy generation drafting with the MTP head or the draft model
     // (GenerateOptions::draft) from a one-token prompt; its tokens/s against tgN's is the speed-up,
@@ -96,12 +113,25 @@ int run_model_bench(const Args& args) {
     }
 
     const std::string type = model->weight_type();
+    // Over the runs, the median (the upper middle one for an even count) of tokens/s x weight bytes
+    // per token / the bandwidth measured before that run.
+    const auto bound_fraction = [&](const Measurement& m) {
+        std::vector<double> shares;
+        for (size_t i = 0; i < m.samples.size() && i < m.bandwidth_gbs.size(); ++i)
+            shares.push_back(m.samples[i] * static_cast<double>(model->weight_bytes()) / (m.bandwidth_gbs[i] * 1e9));
+        std::sort(shares.begin(), shares.end());
+        return shares.empty() ? 0.0 : shares[shares.size() / 2];
+    };
     if (args.flag("json")) {
         nlohmann::json out = nlohmann::json::array();
         for (const Measurement& m : results) {
             nlohmann::json row = {{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"samples_ts", m.samples},
                                   {"threads", model->threads()}, {"model_bytes", model->weight_bytes()}, {"type", type}};
             if (m.draft_acceptance) row["draft_acceptance"] = *m.draft_acceptance;
+            if (!m.bandwidth_gbs.empty()) {
+                row["bandwidth_gbs"] = m.bandwidth_gbs;
+                row["bound_fraction"] = bound_fraction(m);
+            }
             out.push_back(row);
         }
         std::printf("%s\n", out.dump(2).c_str());
@@ -112,6 +142,12 @@ int run_model_bench(const Args& args) {
         std::printf("| %s | %.2f GiB | %s | %d | %s | %.2f ± %.2f |\n", model->config().architecture.c_str(),
                     static_cast<double>(model->weight_bytes()) / (1024.0 * 1024.0 * 1024.0), type.c_str(), model->threads(), m.test.c_str(),
                     m.mean, m.stddev);
+    for (const Measurement& m : results)
+        if (!m.bandwidth_gbs.empty()) {
+            const auto [low, high] = std::minmax_element(m.bandwidth_gbs.begin(), m.bandwidth_gbs.end());
+            std::printf("\n%s: %.0f%% of the bandwidth bound (median of the runs; read bandwidth %.1f-%.1f GB/s, measured before each)\n",
+                        m.test.c_str(), 100 * bound_fraction(m), *low, *high);
+        }
     for (const Measurement& m : results)
         if (m.draft_acceptance) std::printf("\n%s: %.0f%% of the MTP head's drafts accepted\n", m.test.c_str(), 100 * *m.draft_acceptance);
     return 0;

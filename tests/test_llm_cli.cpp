@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -191,6 +192,20 @@ private slots:
             QCOMPARE(report[0]["type"].get<std::string>(), std::string(type));
             QVERIFY(report[1]["tok_s"].get<double>() > 0 && report[0]["threads"].get<int>() == 2 && report[0]["model_bytes"].get<double>() > 0);
         }
+        // --bandwidth: a read bandwidth before each tg run, and tg against the bound it sets, run by run
+        // (the median of two is the larger share).
+        const auto bound = run_cli({"bench", "--model", dir.filePath("synth-bf16.gguf"), "-p", "0", "-n", "4", "-r", "2", "-t", "2", "--bandwidth", "--json"});
+        QVERIFY2(bound.exit_code == 0, bound.err.constData());
+        const auto tg = nlohmann::json::parse(bound.out.toStdString()).at(0);
+        QCOMPARE(tg["bandwidth_gbs"].size(), size_t{2});
+        double larger_share = 0;
+        for (size_t i = 0; i < 2; ++i) {
+            const double gbs = tg["bandwidth_gbs"][i].get<double>();
+            QVERIFY(gbs > 0);
+            larger_share = std::max(larger_share, tg["samples_ts"][i].get<double>() * tg["model_bytes"].get<double>() / (gbs * 1e9));
+        }
+        QVERIFY(std::fabs(tg["bound_fraction"].get<double>() - larger_share) <= 1e-9 * larger_share);
+
         const QString folder = dir.filePath("synth-folder");
         QCOMPARE(run_cli({"synth", "--config", config_path, "--type", "bf16", "--out", folder}).exit_code, 0);
         const auto inspect = run_cli({"inspect", folder, "--json"});

@@ -83,18 +83,9 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
         if (options.progress) options.progress(line);
     };
 
-    {  // memory read bandwidth over 1 GiB, each thread summing its own slice
-        const int64_t count = int64_t{1} << 28;
-        std::vector<float> buffer(static_cast<size_t>(count));
-        pool.parallel_for(count, 1 << 16, [&](int64_t begin, int64_t end) { std::fill(buffer.data() + begin, buffer.data() + end, 1.0f); });
-        std::vector<float> sums(static_cast<size_t>(pool.size()));
-        const double seconds = best_seconds(options.seconds_per_test, [&] {
-            pool.run([&](int index, int threads) {
-                const int64_t begin = count * index / threads, end = count * (index + 1) / threads;
-                sums[static_cast<size_t>(index)] = table.read_sum(buffer.data() + begin, end - begin);
-            });
-        });
-        report.bandwidth_gbs = static_cast<double>(count) * 4 / seconds / 1e9;
+    {
+        ReadBandwidthProbe probe(options.threads);
+        report.bandwidth_gbs = probe.measure(options.seconds_per_test);
         say("memory read bandwidth: " + std::to_string(report.bandwidth_gbs) + " GB/s");
     }
     // Peak arithmetic rate of a probe with every thread running it.
@@ -152,6 +143,31 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
         report.kernels.push_back(result);
     }
     return report;
+}
+
+struct ReadBandwidthProbe::State {
+    explicit State(int threads) : pool(threads), buffer(static_cast<size_t>(kCount)), sums(static_cast<size_t>(pool.size())) {
+        pool.parallel_for(kCount, 1 << 16, [&](int64_t begin, int64_t end) { std::fill(buffer.data() + begin, buffer.data() + end, 1.0f); });
+    }
+    static constexpr int64_t kCount = int64_t{1} << 28;  // floats: 1 GiB
+    ThreadPool pool;
+    std::vector<float> buffer;  // written once, so that its pages are real memory
+    std::vector<float> sums;
+};
+
+ReadBandwidthProbe::ReadBandwidthProbe(int threads) : state_(std::make_unique<State>(threads)) {}
+ReadBandwidthProbe::~ReadBandwidthProbe() = default;
+
+double ReadBandwidthProbe::measure(double seconds) {
+    const kernels::MatmulTable& table = kernels::matmul_table(active_isa());
+    State& s = *state_;
+    const double best = best_seconds(seconds, [&] {
+        s.pool.run([&](int index, int threads) {
+            const int64_t begin = State::kCount * index / threads, end = State::kCount * (index + 1) / threads;
+            s.sums[static_cast<size_t>(index)] = table.read_sum(s.buffer.data() + begin, end - begin);
+        });
+    });
+    return static_cast<double>(State::kCount) * 4 / best / 1e9;
 }
 
 }  // namespace oxinfer

@@ -7,6 +7,7 @@
 #include <oxinfer/dtype.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,22 @@ struct KernelBenchReport {
 };
 
 KernelBenchReport run_kernel_bench(const KernelBenchOptions& options);
+
+// The memory read bandwidth of run_kernel_bench (every thread summing its own part of 1 GiB), kept
+// ready to be measured again and again: beside each run of a model benchmark, on a machine whose
+// bandwidth drifts from one minute to the next. Holds the 1 GiB and its own threads.
+class ReadBandwidthProbe {
+public:
+    explicit ReadBandwidthProbe(int threads = 0);  // 0: physical cores
+    ~ReadBandwidthProbe();
+    ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
+    ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
+    // GB/s: the fastest read of the buffer within about `seconds` (at least two reads).
+    double measure(double seconds);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
 
 }  // namespace oxinfer
