@@ -6,6 +6,8 @@
 #include <oxinfer/dtype.h>
 #include <oxinfer/model_config.h>
 
+#include "models/weights.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,11 +32,6 @@ public:
     virtual int64_t truncate(int64_t size) = 0;
     virtual uint64_t allocated_bytes() const = 0;
     virtual uint64_t bytes_per_position() const = 0;
-};
-
-struct ModelLoadSettings {
-    std::optional<DType> convert_weights;  // --quant
-    bool bf16_activations = false;         // --bf16-activations
 };
 
 // A multi-token-prediction head (Qwen3.5's mtp.*): from the model's final-normed hidden state at

@@ -100,7 +100,7 @@ public:
     // `target`: the main model when this is its assistant.
     Gemma(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings, ThreadPool& pool,
           const Gemma* target = nullptr)
-        : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, settings.bf16_activations, pool), target_(target) {
+        : config_(config), pool_(pool), weights_(checkpoint, settings, pool), target_(target) {
         subject_ = checkpoint.path().string();
         gemma4_ = config.architecture.rfind("Gemma4", 0) == 0;
         gguf_ = weights_.is_gguf();

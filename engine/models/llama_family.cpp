@@ -62,7 +62,7 @@ constexpr int64_t kPrefillChunk = 512;
 class LlamaFamily final : public CausalLm {
 public:
     LlamaFamily(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings, ThreadPool& pool)
-        : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, settings.bf16_activations, pool) {
+        : config_(config), pool_(pool), weights_(checkpoint, settings, pool) {
         const std::string subject = checkpoint.path().string();
         const bool qwen3 = config.architecture == "Qwen3ForCausalLM" || config.architecture == "Qwen3MoeForCausalLM";
         const bool qwen2 = config.architecture == "Qwen2ForCausalLM";

@@ -197,7 +197,7 @@ class Qwen35 final : public CausalLm {
 
 public:
     Qwen35(const Checkpoint& checkpoint, const TransformerConfig& config, const ModelLoadSettings& settings, ThreadPool& pool)
-        : config_(config), pool_(pool), weights_(checkpoint, settings.convert_weights, settings.bf16_activations, pool) {
+        : config_(config), pool_(pool), weights_(checkpoint, settings, pool) {
         const std::string subject = checkpoint.path().string();
         if (config.vocab_size <= 0) throw Error(subject, "vocab_size is missing");
         const std::string gguf_arch = weights_.is_gguf() ? config.raw.value("general.architecture", "") : "";

@@ -19,8 +19,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-WeightStore::WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, bool bf16_activations, ThreadPool& pool)
-    : checkpoint_(checkpoint), convert_to_(convert_to), bf16_activations_(bf16_activations), pool_(pool) {
+WeightStore::WeightStore(const Checkpoint& checkpoint, const ModelLoadSettings& settings, ThreadPool& pool)
+    : checkpoint_(checkpoint), convert_to_(settings.convert_weights), bf16_activations_(settings.bf16_activations), pool_(pool) {
     if (convert_to_ && !can_quantize(*convert_to_))
         throw Error(std::string(dtype_name(*convert_to_)), "weights cannot be converted to this type at load");
     if (is_gguf()) {

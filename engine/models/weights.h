@@ -24,12 +24,19 @@ struct Linear {
     std::vector<float> bias;  // empty when the layer has none
 };
 
+// How a model's weights are to be held, from LoadOptions.
+struct ModelLoadSettings {
+    // Any type quantize_row writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K) to convert every matrix at
+    // load (--quant); nullopt keeps them as stored.
+    std::optional<DType> convert_weights;
+    // bf16 matrices may take bf16-rounded activations in the GEMM (--bf16-activations,
+    // kernels::WeightMatrix::bf16_activations).
+    bool bf16_activations = false;
+};
+
 class WeightStore {
 public:
-    // `convert_to`: any type quantize_row writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K) to convert every
-    // matrix at load; nullopt keeps them as stored. `bf16_activations`: bf16 matrices may take
-    // bf16-rounded activations in the GEMM (kernels::WeightMatrix::bf16_activations).
-    WeightStore(const Checkpoint& checkpoint, std::optional<DType> convert_to, bool bf16_activations, ThreadPool& pool);
+    WeightStore(const Checkpoint& checkpoint, const ModelLoadSettings& settings, ThreadPool& pool);
 
     const Checkpoint& checkpoint() const { return checkpoint_; }
     bool is_gguf() const { return checkpoint_.format() == CheckpointFormat::Gguf; }
@@ -59,7 +66,7 @@ private:
 
     const Checkpoint& checkpoint_;
     std::optional<DType> convert_to_;
-    bool bf16_activations_;
+    bool bf16_activations_;  // settings.bf16_activations
     ThreadPool& pool_;
     std::string gguf_arch_;
     std::deque<std::vector<std::byte>> owned_;
