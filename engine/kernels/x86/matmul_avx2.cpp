@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/x86/q4_k_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
 namespace oxinfer::kernels {
@@ -222,168 +223,6 @@ float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
     return hsum(acc) - offset;
 }
 
-// A Q4_K block's eight 6-bit sub-block scales (bytes 0-7) and mins (bytes 8-15) as
-// blocks::k4_scale_min gives them, unpacked from the 12 packed bytes with 32-bit masks in a
-// register: about half the instructions of doing it in scalar code, and no round trip through
-// memory. Reads 16 bytes from `packed` (the block's codes follow its scales).
-inline __m128i k4_scales_mins(U8 packed) {
-    const __m128i words = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));  // w0, w1, w2 (and codes)
-    const __m128i low6 = _mm_set1_epi32(0x3f3f3f3f), low4 = _mm_set1_epi32(0x0f0f0f0f), low2 = _mm_set1_epi32(0x03030303);
-    const __m128i first = _mm_and_si128(words, low6);  // scales 0-3, mins 0-3
-    const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(words, 6), low2), 4);
-    // w2 & low4 (scales 4-7's low bits) and (w2 >> 4) & low4 (mins 4-7's).
-    const __m128i nibbles = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(words, 0xaa), _mm_set_epi32(0, 0, 4, 0)), low4);
-    return _mm_unpacklo_epi32(first, _mm_or_si128(nibbles, top));
-}
-// The scales as int16 in both 128-bit lanes, and one of them broadcast to all sixteen int16
-// lanes by a byte shuffle (one instruction, where a broadcast from memory takes three).
-inline __m256i k4_scale_words(__m128i scales_mins) { return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins)); }
-// The mins as int16, each twice: the weight of two 16-value activation sums.
-inline __m256i k4_mins_per_16(__m128i scales_mins) {
-    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
-    return _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
-}
-template <int kSubBlock>
-inline __m256i k4_scale(__m256i words) {
-    return _mm256_shuffle_epi8(words, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * kSubBlock)));
-}
-
-// One Q4_K row times T tokens' int8 activations, each block's scales, mins and codes unpacked once.
-// Per token: the 32-value sub-blocks' integer sums weighted by their scales, and the mins times the
-// activations' 16-value sums, each turned to float once per block into its own accumulator. The
-// one-token row dot is T = 1, so several tokens give each token its one-token bits (a verified
-// draft's logits are the plain decode's).
-// Not inlined: inlined into over_rows' loop it measured slower (GEMV 68-74% of the read rate
-// against 86-98%).
-template <int T>
-[[gnu::noinline]] void q4_k_row_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, float* out) {
-    const ActBlock256* act[T];
-    for (int t = 0; t < T; ++t) act[t] = static_cast<const ActBlock256*>(a[t]);
-    auto* p = reinterpret_cast<U8>(w);
-    const __m256i low4 = _mm256_set1_epi8(0xF);
-    __m256 acc[T], acc_min[T];
-    for (int t = 0; t < T; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
-        prefetch_blocks(p);
-        prefetch_blocks(p + 64);
-        prefetch_blocks_page_ahead(p, blocks::kQ4_KBytes);
-        const __m128i scales_mins = k4_scales_mins(p + 4);
-        const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
-        const __m256i scales = k4_scale_words(scales_mins);
-        __m256i sumi[T];
-        for (__m256i& v : sumi) v = _mm256_setzero_si256();
-        const auto sub_blocks = [&](int c, __m256i scale_lo, __m256i scale_hi) {
-            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
-            const __m256i lo = _mm256_and_si256(bytes, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-            for (int t = 0; t < T; ++t) {
-                const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].q + 64 * c));
-                const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].q + 64 * c + 32));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), scale_lo));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), scale_hi));
-            }
-        };
-        sub_blocks(0, k4_scale<0>(scales), k4_scale<1>(scales));
-        sub_blocks(1, k4_scale<2>(scales), k4_scale<3>(scales));
-        sub_blocks(2, k4_scale<4>(scales), k4_scale<5>(scales));
-        sub_blocks(3, k4_scale<6>(scales), k4_scale<7>(scales));
-        const float d = half(p), dmin = half(p + 2);
-        for (int t = 0; t < T; ++t) {
-            const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].bsums));
-            const __m256i summ = _mm256_madd_epi16(bsums, mins_per_16);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * act[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * act[t][b].d), _mm256_cvtepi32_ps(summ), acc_min[t]);
-        }
-    }
-    for (int t = 0; t < T; ++t) out[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
-}
-
-float dot_q4_k_avx2(int64_t n, const std::byte* w, const void* a) {
-    float out;
-    q4_k_row_tokens_avx2<1>(n, w, &a, &out);
-    return out;
-}
-
-void dot_q4_k_tokens_avx2(int64_t n, const std::byte* w, const void* const* a, int tokens, float* out) {
-    switch (tokens) {
-        case 1: q4_k_row_tokens_avx2<1>(n, w, a, out); break;
-        case 2: q4_k_row_tokens_avx2<2>(n, w, a, out); break;
-        case 3: q4_k_row_tokens_avx2<3>(n, w, a, out); break;
-        default: q4_k_row_tokens_avx2<4>(n, w, a, out); break;
-    }
-}
-
-// Q4_K rows times four tokens' int8 activations. Per 32-value sub-block the codes (0..15, the
-// unsigned operand maddubs wants) meet each token's activations, weighted by the sub-block's
-// scale through madd; the integer sums of a (row, token) pair go to float once per super-block,
-// with the mins' term (min x the activations' 16-value sums) taken off there. One row at a time
-// keeps the four token accumulators and the row's operands in registers; the activations are
-// read from L1 by each row.
-// T tokens (1 to 4): a prefill's last group pays only for the tokens it has.
-template <int T>
-void q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
-                    int64_t ldy) {
-    static_assert(kQ4kTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
-    const __m256i low4 = _mm256_set1_epi8(0xF);
-    for (int64_t r = 0; r < rows; ++r) {
-        U8 p = reinterpret_cast<U8>(w) + r * row_bytes;
-        __m256 facc[kQ4kTileTokens];
-        for (__m256& v : facc) v = _mm256_setzero_ps();
-        for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ4_KBytes) {
-            prefetch_weights(p);  // streamed from memory when decoding
-            prefetch_weights(p + 64);
-            const __m128i scales_mins = k4_scales_mins(p + 4);
-            __m256i acc[T];
-            for (__m256i& v : acc) v = _mm256_setzero_si256();
-            const __m256i scales = k4_scale_words(scales_mins);
-            // Each sub-block's scale broadcast by a byte shuffle: words 2c and 2c+1 of `scales`.
-            const __m256i next_pair = _mm256_set1_epi16(0x0404);
-            __m256i pick_lo = _mm256_set1_epi16(0x0100), pick_hi = _mm256_set1_epi16(0x0302);
-            // Not unrolled: GCC would otherwise schedule all 32 products first and spill them.
-#pragma GCC unroll 1
-            for (int c = 0; c < 4; ++c) {
-                const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
-                const __m256i lo = _mm256_and_si256(bytes, low4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-                const __m256i scale_lo = _mm256_shuffle_epi8(scales, pick_lo), scale_hi = _mm256_shuffle_epi8(scales, pick_hi);
-                pick_lo = _mm256_add_epi8(pick_lo, next_pair);
-                pick_hi = _mm256_add_epi8(pick_hi, next_pair);
-                for (int t = 0; t < T; ++t) {
-                    const int8_t* q = acts[t][b].q + 64 * c;
-                    const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-                    const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32));
-                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), scale_lo));
-                    acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), scale_hi));
-                }
-            }
-            const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
-            const float d = half(p), dmin = half(p + 2);
-            for (int t = 0; t < T; ++t) {
-                const ActBlock256& a = acts[t][b];
-                const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
-                const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins_per_16));
-                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
-                facc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * a.d), mins, facc[t]);
-            }
-        }
-        // The four horizontal sums at once.
-        const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
-        alignas(16) float sums[4];
-        _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
-        for (int t = 0; t < T; ++t) y[t * ldy + r] = sums[t];
-    }
-}
-
-void gemm_q4_k_tile_avx2(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
-                         int valid_tokens, float* y, int64_t ldy) {
-    switch (valid_tokens) {
-        case 1: q4_k_tile_avx2<1>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-        case 2: q4_k_tile_avx2<2>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-        case 3: q4_k_tile_avx2<3>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-        default: q4_k_tile_avx2<4>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-    }
-}
-
 float dot_q6_k_avx2(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock256*>(a);
     auto* p = reinterpret_cast<U8>(w);
@@ -550,9 +389,9 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.bf16_even_odd = true;
     table.dot_q8_0 = over_rows<dot_q8_0_avx2>;
     table.dot_q4_0 = over_rows<dot_q4_0_avx2>;
-    table.dot_q4_k = over_rows<dot_q4_k_avx2>;
-    table.gemm_q4_k_tile = gemm_q4_k_tile_avx2;
-    table.dot_q4_k_tokens = dot_q4_k_tokens_avx2;
+    table.dot_q4_k = over_rows<dot_q4_k<false>>;
+    table.gemm_q4_k_tile = gemm_q4_k_tile<false>;
+    table.dot_q4_k_tokens = dot_q4_k_tokens<false>;
     table.dot_q6_k = over_rows<dot_q6_k_avx2>;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;

@@ -1,4 +1,5 @@
 // AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
+// the Q4_K row dot and prefill tile through vpdpwssd (q4_k_kernels.h),
 // and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs) for
 // matrices that allow bf16-rounded activations (WeightMatrix::bf16_activations).
 //
@@ -16,6 +17,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/x86/q4_k_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
 namespace oxinfer::kernels {
@@ -130,6 +132,9 @@ double peak_bf16_probe_avx512(int64_t iterations, float* sink) {
 void fill_matmul_avx512bf16(MatmulTable& table) {
     table.dot_q8_0 = over_rows<dot_q8_0_vnni>;
     table.dot_q4_0 = over_rows<dot_q4_0_vnni>;
+    table.dot_q4_k = over_rows<dot_q4_k<true>>;
+    table.dot_q4_k_tokens = dot_q4_k_tokens<true>;
+    table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
     table.peak_bf16_probe = peak_bf16_probe_avx512;

@@ -1,0 +1,217 @@
+#pragma once
+// The Q4_K row dot and GEMM tile on 256-bit integer vectors, for two levels: AVX2 (kVnni false)
+// and AVX-512 VNNI (kVnni true, where vpdpwssd weights and adds a sub-block's byte products in
+// one instruction instead of madd and add). Everything has internal linkage, so each including
+// file keeps its own copy in its own instruction set (see matmul_avx512.cpp on shared inline
+// functions). Include it after <immintrin.h> (or the tests' AVX-512 emulation header).
+//
+// Both are bound by vector instructions per 144-byte block (from L2 the AVX2 row dot with about
+// 80 of them ran near a core's share of the memory bandwidth), so each block's scales and
+// factors are unpacked once, and broadcast from memory: a broadcast load takes no arithmetic
+// port, where the byte shuffle that broadcasts in a register competes with the products for one.
+
+#include "kernels/block_layouts.h"
+#include "kernels/matmul_table.h"
+#include "kernels/x86/weight_prefetch.h"
+
+namespace oxinfer::kernels {
+namespace {
+
+// The eight 6-bit sub-block scales (bytes 0-7) and mins (bytes 8-15) as blocks::k4_scale_min gives
+// them, unpacked from the 12 packed bytes with 32-bit masks in a register: about half the
+// instructions of doing it in scalar code. Reads 16 bytes from `packed` (codes follow the scales).
+inline __m128i k4_scales_mins(const uint8_t* packed) {
+    const __m128i words = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));  // w0, w1, w2 (and codes)
+    const __m128i low6 = _mm_set1_epi32(0x3f3f3f3f), low4 = _mm_set1_epi32(0x0f0f0f0f), low2 = _mm_set1_epi32(0x03030303);
+    const __m128i first = _mm_and_si128(words, low6);  // scales 0-3, mins 0-3
+    const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(words, 6), low2), 4);
+    // w2 & low4 (scales 4-7's low bits) and (w2 >> 4) & low4 (mins 4-7's).
+    const __m128i nibbles = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(words, 0xaa), _mm_set_epi32(0, 0, 4, 0)), low4);
+    return _mm_unpacklo_epi32(first, _mm_or_si128(nibbles, top));
+}
+
+// The mins as int16, each twice: the weight of two 16-value activation sums (ActBlock256::bsums).
+inline __m256i k4_mins_per_16(__m128i scales_mins) {
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
+    return _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
+}
+
+// Sub-block j's scale in both int16 halves of pairs[j]: madd's second operand, broadcast from
+// memory. The empty asm keeps the compiler from turning those loads back into shuffles.
+inline void k4_store_scale_pairs(__m128i scales_mins, int32_t (&pairs)[8]) {
+    const __m128i scales16 = _mm_cvtepu8_epi16(scales_mins);
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), _mm_unpacklo_epi16(scales16, scales16));
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), _mm_unpackhi_epi16(scales16, scales16));
+    asm("" : "+m"(pairs));
+}
+
+// The block's d and dmin (f16), times the activations' d, stored for broadcasts from memory.
+inline __m128 k4_factors(const uint8_t* block) {
+    int32_t d_dmin;
+    __builtin_memcpy(&d_dmin, block, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));
+}
+inline void k4_store_scaled_factors(__m128 factors, float activation_d, float (&scaled)[2]) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(scaled), _mm_mul_ps(factors, _mm_set1_ps(activation_d)));
+    asm("" : "+m"(scaled));
+}
+
+// acc + the int16 products weighted by the int16 scale, summed in pairs.
+template <bool kVnni>
+inline __m256i k4_add_scaled(__m256i acc, __m256i products, __m256i scale) {
+    if constexpr (kVnni) return _mm256_dpwssd_epi32(acc, products, scale);
+    else return _mm256_add_epi32(acc, _mm256_madd_epi16(products, scale));
+}
+
+inline float k4_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// One Q4_K row times T tokens' int8 activations, each block's scales, mins and codes unpacked once.
+// Per token: the 32-value sub-blocks' integer sums weighted by their scales, and the mins times the
+// activations' 16-value sums, each turned to float once per block into its own accumulator. The
+// one-token row dot is T = 1, so several tokens give each token its one-token bits (a verified
+// draft's logits are the plain decode's). With vpdpwssd (latency 5) the low and high halves of
+// the codes accumulate separately.
+// Not inlined: inlined into over_rows' loop it measured slower (GEMV 68-74% of the read rate
+// against 86-98%).
+template <int T, bool kVnni>
+[[gnu::noinline]] void q4_k_row_tokens(int64_t n, const std::byte* w, const void* const* a, float* out) {
+    constexpr int kChains = kVnni ? 2 : 1;
+    const ActBlock256* act[T];
+    for (int t = 0; t < T; ++t) act[t] = static_cast<const ActBlock256*>(a[t]);
+    auto* p = reinterpret_cast<const uint8_t*>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    __m256 acc[T], acc_min[T];
+    for (int t = 0; t < T; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
+    alignas(16) int32_t scale_pairs[8];
+    alignas(8) float scaled[2];
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ4_KBytes) {
+        prefetch_blocks(p);
+        prefetch_blocks(p + 64);
+        prefetch_blocks_page_ahead(p, blocks::kQ4_KBytes);
+        const __m128i scales_mins = k4_scales_mins(p + 4);
+        k4_store_scale_pairs(scales_mins, scale_pairs);
+        __m256i sumi[T][kChains];
+        for (int t = 0; t < T; ++t)
+            for (__m256i& v : sumi[t]) v = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
+            const __m256i lo = _mm256_and_si256(bytes, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+            const __m256i scale_lo = _mm256_set1_epi32(scale_pairs[2 * c]), scale_hi = _mm256_set1_epi32(scale_pairs[2 * c + 1]);
+            for (int t = 0; t < T; ++t) {
+                const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].q + 64 * c));
+                const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].q + 64 * c + 32));
+                sumi[t][0] = k4_add_scaled<kVnni>(sumi[t][0], _mm256_maddubs_epi16(lo, a_lo), scale_lo);
+                sumi[t][kChains - 1] = k4_add_scaled<kVnni>(sumi[t][kChains - 1], _mm256_maddubs_epi16(hi, a_hi), scale_hi);
+            }
+        }
+        const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
+        const __m128 factors = k4_factors(p);
+        for (int t = 0; t < T; ++t) {
+            const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].bsums));
+            const __m256i summ = _mm256_madd_epi16(bsums, mins_per_16);
+            const __m256i sum = kChains == 1 ? sumi[t][0] : _mm256_add_epi32(sumi[t][0], sumi[t][kChains - 1]);
+            k4_store_scaled_factors(factors, act[t][b].d, scaled);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[0]), _mm256_cvtepi32_ps(sum), acc[t]);
+            acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[1]), _mm256_cvtepi32_ps(summ), acc_min[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) out[t] = k4_hsum(_mm256_sub_ps(acc[t], acc_min[t]));
+}
+
+template <bool kVnni>
+float dot_q4_k(int64_t n, const std::byte* w, const void* a) {
+    float out;
+    q4_k_row_tokens<1, kVnni>(n, w, &a, &out);
+    return out;
+}
+
+template <bool kVnni>
+void dot_q4_k_tokens(int64_t n, const std::byte* w, const void* const* a, int tokens, float* out) {
+    switch (tokens) {
+        case 1: q4_k_row_tokens<1, kVnni>(n, w, a, out); break;
+        case 2: q4_k_row_tokens<2, kVnni>(n, w, a, out); break;
+        case 3: q4_k_row_tokens<3, kVnni>(n, w, a, out); break;
+        default: q4_k_row_tokens<4, kVnni>(n, w, a, out); break;
+    }
+}
+
+// Q4_K rows times T (1 to 4) tokens' int8 activations: a prefill's last group pays only for the
+// tokens it has. Per 32-value sub-block the codes (0..15, the unsigned operand maddubs wants)
+// meet each token's activations, weighted by the sub-block's scale; the integer sums of a (row,
+// token) pair go to float once per super-block, with the mins' term (min x the activations'
+// 16-value sums) taken off there. One row at a time keeps the token accumulators and the row's
+// operands in registers; the activations are read from L1 by each row.
+template <int T, bool kVnni>
+void q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
+               int64_t ldy) {
+    static_assert(kQ4kTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
+    constexpr int kChains = kVnni ? 2 : 1;
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    alignas(16) int32_t scale_pairs[8];
+    alignas(8) float scaled[2];
+    for (int64_t r = 0; r < rows; ++r) {
+        auto* p = reinterpret_cast<const uint8_t*>(w) + r * row_bytes;
+        __m256 facc[kQ4kTileTokens];
+        for (__m256& v : facc) v = _mm256_setzero_ps();
+        for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ4_KBytes) {
+            prefetch_weights(p);  // streamed from memory when decoding
+            prefetch_weights(p + 64);
+            const __m128i scales_mins = k4_scales_mins(p + 4);
+            k4_store_scale_pairs(scales_mins, scale_pairs);
+            __m256i acc[T][kChains];
+            for (int t = 0; t < T; ++t)
+                for (__m256i& v : acc[t]) v = _mm256_setzero_si256();
+            // Not unrolled: GCC would otherwise schedule all the products first and spill them.
+#pragma GCC unroll 1
+            for (int c = 0; c < 4; ++c) {
+                const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
+                const __m256i lo = _mm256_and_si256(bytes, low4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+                const __m256i scale_lo = _mm256_set1_epi32(scale_pairs[2 * c]), scale_hi = _mm256_set1_epi32(scale_pairs[2 * c + 1]);
+                for (int t = 0; t < T; ++t) {
+                    const int8_t* q = acts[t][b].q + 64 * c;
+                    const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+                    const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32));
+                    acc[t][0] = k4_add_scaled<kVnni>(acc[t][0], _mm256_maddubs_epi16(lo, a_lo), scale_lo);
+                    acc[t][kChains - 1] = k4_add_scaled<kVnni>(acc[t][kChains - 1], _mm256_maddubs_epi16(hi, a_hi), scale_hi);
+                }
+            }
+            const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
+            const __m128 factors = k4_factors(p);
+            for (int t = 0; t < T; ++t) {
+                const ActBlock256& a = acts[t][b];
+                const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
+                const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins_per_16));
+                const __m256i sum = kChains == 1 ? acc[t][0] : _mm256_add_epi32(acc[t][0], acc[t][kChains - 1]);
+                k4_store_scaled_factors(factors, a.d, scaled);
+                facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[0]), _mm256_cvtepi32_ps(sum), facc[t]);
+                facc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(scaled[1]), mins, facc[t]);
+            }
+        }
+        // The four horizontal sums at once.
+        const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
+        alignas(16) float sums[4];
+        _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
+        for (int t = 0; t < T; ++t) y[t * ldy + r] = sums[t];
+    }
+}
+
+template <bool kVnni>
+void gemm_q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
+                    int valid_tokens, float* y, int64_t ldy) {
+    switch (valid_tokens) {
+        case 1: q4_k_tile<1, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+        case 2: q4_k_tile<2, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+        case 3: q4_k_tile<3, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+        default: q4_k_tile<4, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
+    }
+}
+
+}  // namespace
+}  // namespace oxinfer::kernels
