@@ -10,7 +10,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/x86/q4_k_kernels.h"
+#include "kernels/x86/k_quant_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
 namespace oxinfer::kernels {
@@ -18,21 +18,6 @@ namespace {
 
 using U8 = const uint8_t*;
 
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-inline int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
-inline float half(U8 p) { return _cvtsh_ss(blocks::load_u16(p)); }
 
 // Products of signed bytes, summed in pairs and then in fours into 8 int32 lanes. maddubs needs
 // an unsigned operand: |w| times a with w's sign moved onto it.
@@ -223,45 +208,6 @@ float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
     return hsum(acc) - offset;
 }
 
-float dot_q6_k_avx2(int64_t n, const std::byte* w, const void* a) {
-    const auto* act = static_cast<const ActBlock256*>(a);
-    auto* p = reinterpret_cast<U8>(w);
-    const __m256i low4 = _mm256_set1_epi8(0xF);
-    const __m256i low2 = _mm256_set1_epi8(3);
-    float sum = 0;
-    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ6_KBytes) {
-        const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
-        prefetch_blocks(p);
-        prefetch_blocks(p + 64);
-        prefetch_blocks(p + 128);
-        prefetch_blocks_page_ahead(p, blocks::kQ6_KBytes);
-        // codes are stored +32: subtract 32 * sum(scale * activation sums)
-        const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));
-        const int correction = hsum_i32(_mm256_madd_epi16(scales16, bsums));
-        __m256i sumi = _mm256_setzero_si256();
-        for (int half_index = 0; half_index < 2; ++half_index) {
-            const U8 ql = p + 64 * half_index;
-            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * half_index));
-            for (int g = 0; g < 4; ++g) {
-                const __m256i lbytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32 * (g % 2)));
-                const __m256i low = _mm256_and_si256(g < 2 ? lbytes : _mm256_srli_epi16(lbytes, 4), low4);
-                const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), low2);
-                const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
-                const int o = 128 * half_index + 32 * g;
-                const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + o));
-                // lanes 0..7 hold values o..o+15 (scale o/16), lanes 8..15 the next 16.
-                const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(scales[o / 16 + 1]), _mm_set1_epi16(scales[o / 16]));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, aq), scale));
-            }
-        }
-        // Exact integers and the scalar kernel's float operations: results match it bit for bit.
-        const int total = hsum_i32(sumi) - 32 * correction;
-        sum += half(p + 208) * act[b].d * static_cast<float>(total);
-    }
-    return sum;
-}
-
 // Eight consecutive values of a f32, f16 or bf16 row as floats.
 inline __m256 load8_float(DType type, const std::byte* row, int64_t k) {
     auto* p = reinterpret_cast<U8>(row);
@@ -392,7 +338,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_q4_k = over_rows<dot_q4_k<false>>;
     table.gemm_q4_k_tile = gemm_q4_k_tile<false>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<false>;
-    table.dot_q6_k = over_rows<dot_q6_k_avx2>;
+    table.dot_q6_k = over_rows<dot_q6_k<false>>;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;
     table.read_sum = read_sum_avx2;

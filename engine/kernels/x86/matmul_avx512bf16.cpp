@@ -1,5 +1,5 @@
 // AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
-// the Q4_K row dot and prefill tile through vpdpwssd (q4_k_kernels.h),
+// the Q4_K and Q6_K row dots and the Q4_K prefill tile through vpdpwssd (k_quant_kernels.h),
 // and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs) for
 // matrices that allow bf16-rounded activations (WeightMatrix::bf16_activations).
 //
@@ -17,7 +17,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/x86/q4_k_kernels.h"
+#include "kernels/x86/k_quant_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
 namespace oxinfer::kernels {
@@ -26,14 +26,6 @@ namespace {
 using U8 = const uint8_t*;
 
 
-inline float half(U8 p) { return _cvtsh_ss(blocks::load_u16(p)); }
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 float dot_q8_0_vnni(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock32*>(a);
@@ -135,6 +127,7 @@ void fill_matmul_avx512bf16(MatmulTable& table) {
     table.dot_q4_k = over_rows<dot_q4_k<true>>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<true>;
     table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
+    table.dot_q6_k = over_rows<dot_q6_k<true>>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
     table.peak_bf16_probe = peak_bf16_probe_avx512;

@@ -1,14 +1,14 @@
 #pragma once
-// The Q4_K row dot and GEMM tile on 256-bit integer vectors, for two levels: AVX2 (kVnni false)
-// and AVX-512 VNNI (kVnni true, where vpdpwssd weights and adds a sub-block's byte products in
-// one instruction instead of madd and add). Everything has internal linkage, so each including
-// file keeps its own copy in its own instruction set (see matmul_avx512.cpp on shared inline
-// functions). Include it after <immintrin.h> (or the tests' AVX-512 emulation header).
+// The Q4_K and Q6_K row dots and the Q4_K GEMM tile on 256-bit integer vectors, for two levels:
+// AVX2 (kVnni false) and AVX-512 VNNI (kVnni true, where vpdpwssd weights and adds a group's byte
+// products in one instruction instead of madd and add). Everything has internal linkage, so each
+// including file keeps its own copy in its own instruction set (see matmul_avx512.cpp on shared
+// inline functions). Include it after <immintrin.h> (or the tests' AVX-512 emulation header).
 //
-// Both are bound by vector instructions per 144-byte block (from L2 the AVX2 row dot with about
-// 80 of them ran near a core's share of the memory bandwidth), so each block's scales and
-// factors are unpacked once, and broadcast from memory: a broadcast load takes no arithmetic
-// port, where the byte shuffle that broadcasts in a register competes with the products for one.
+// They are bound by vector instructions per block (from L2 the AVX2 Q4_K row dot with about 80
+// per 144-byte block ran near a core's share of the memory bandwidth, Q6_K below it), so each
+// block's scales and factors are unpacked once and broadcast from memory: a broadcast load takes
+// no arithmetic port, where a shuffle that broadcasts in a register competes with the products.
 
 #include "kernels/block_layouts.h"
 #include "kernels/matmul_table.h"
@@ -16,6 +16,21 @@
 
 namespace oxinfer::kernels {
 namespace {
+
+// Pieces every 256-bit kernel file uses.
+inline float half(const uint8_t* p) { return _cvtsh_ss(blocks::load_u16(p)); }
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+inline int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
 
 // The eight 6-bit sub-block scales (bytes 0-7) and mins (bytes 8-15) as blocks::k4_scale_min gives
 // them, unpacked from the 12 packed bytes with 32-bit masks in a register: about half the
@@ -61,13 +76,6 @@ template <bool kVnni>
 inline __m256i k4_add_scaled(__m256i acc, __m256i products, __m256i scale) {
     if constexpr (kVnni) return _mm256_dpwssd_epi32(acc, products, scale);
     else return _mm256_add_epi32(acc, _mm256_madd_epi16(products, scale));
-}
-
-inline float k4_hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 // One Q4_K row times T tokens' int8 activations, each block's scales, mins and codes unpacked once.
@@ -121,7 +129,7 @@ template <int T, bool kVnni>
             acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[1]), _mm256_cvtepi32_ps(summ), acc_min[t]);
         }
     }
-    for (int t = 0; t < T; ++t) out[t] = k4_hsum(_mm256_sub_ps(acc[t], acc_min[t]));
+    for (int t = 0; t < T; ++t) out[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
 }
 
 template <bool kVnni>
@@ -211,6 +219,58 @@ void gemm_q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64
         case 3: q4_k_tile<3, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
         default: q4_k_tile<4, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
     }
+}
+
+// Where unpacking the 16 scales (int16, 0-7 in the low 128-bit lane, 8-15 in the high one) with
+// themselves puts group i's pair: the low unpack takes words 0-3 of each lane, the high one 4-7.
+constexpr int k6_pair_slot(int group) { return (group % 8 < 4 ? 0 : 8) + 4 * (group / 8) + group % 4; }
+
+// One Q6_K row times int8 activations (ActBlock256). Codes are 6-bit, stored +32: the products
+// of the unsigned codes, minus 32 x each scale times its 16 activations' sum, folded into the
+// integer sum. Exact integers and the scalar kernel's float operations per block: results match
+// it bit for bit.
+template <bool kVnni>
+float dot_q6_k(int64_t n, const std::byte* w, const void* a) {
+    const auto* act = static_cast<const ActBlock256*>(a);
+    auto* p = reinterpret_cast<const uint8_t*>(w);
+    const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
+    alignas(32) int32_t scale_pairs[16];  // 16-value group i's scale in both int16 halves of word k6_pair_slot(i)
+    float sum = 0;
+    for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ6_KBytes) {
+        prefetch_blocks(p);
+        prefetch_blocks(p + 64);
+        prefetch_blocks(p + 128);
+        prefetch_blocks_page_ahead(p, blocks::kQ6_KBytes);
+        const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));
+        // Words 0-3 and 8-11 of `scales16` pair up in the low store, 4-7 and 12-15 in the high one.
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scale_pairs), _mm256_unpacklo_epi16(scales16, scales16));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scale_pairs + 8), _mm256_unpackhi_epi16(scales16, scales16));
+        asm("" : "+m"(scale_pairs));
+        __m256i sumi[2] = {_mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5), _mm256_setzero_si256()};
+        sumi[0] = _mm256_sub_epi32(_mm256_setzero_si256(), sumi[0]);
+        for (int half_index = 0; half_index < 2; ++half_index) {
+            const uint8_t* ql = p + 64 * half_index;
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * half_index));
+            for (int g = 0; g < 4; ++g) {
+                const __m256i lbytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32 * (g % 2)));
+                const __m256i low = _mm256_and_si256(g < 2 ? lbytes : _mm256_srli_epi16(lbytes, 4), low4);
+                // Bits 2g, 2g+1 of qh become bits 4, 5 of the code.
+                const __m256i shifted = g < 2 ? _mm256_slli_epi16(qh, 4 - 2 * g) : g == 2 ? qh : _mm256_srli_epi16(qh, 2);
+                const __m256i q = _mm256_or_si256(low, _mm256_and_si256(shifted, bits45));
+                const int o = 128 * half_index + 32 * g;
+                const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + o));
+                // Words 0..7 hold values o..o+15 (group o/16), words 8..15 the next 16.
+                const int group = o / 16;
+                const __m256i scale = _mm256_set_m128i(_mm_set1_epi32(scale_pairs[k6_pair_slot(group + 1)]),
+                                                       _mm_set1_epi32(scale_pairs[k6_pair_slot(group)]));
+                sumi[g % 2] = k4_add_scaled<kVnni>(sumi[g % 2], _mm256_maddubs_epi16(q, aq), scale);
+            }
+        }
+        const int total = hsum_i32(_mm256_add_epi32(sumi[0], sumi[1]));
+        sum += half(p + 208) * act[b].d * static_cast<float>(total);
+    }
+    return sum;
 }
 
 }  // namespace
