@@ -212,7 +212,7 @@ bench_oxinfer() {  # KEY FILE LABEL TYPE
   done
   log "$3 $4: oxinfer tg$TG_SIZE"
   run "oxinfer bench of $2 (tg$TG_SIZE)" "$tmp/runs/$1/ox-tg$TG_SIZE.json" \
-    "$oxinfer" bench --model "$2" -p 0 -n "$TG_SIZE" -r "$reps" -t "$threads" --json
+    "$oxinfer" bench --model "$2" -p 0 -n "$TG_SIZE" -r "$reps" -t "$threads" --bandwidth --json
   summarize ox "$tmp/runs/$1/ox-tg$TG_SIZE.json"
 }
 bench_llama() {  # KEY FILE LABEL TYPE

@@ -48,7 +48,7 @@ def summary(mean, sd, samples):
 
 def ox_results(paths):
     """oxinfer bench --json: a list of {test, tok_s (mean), stddev, samples_ts, threads,
-    model_bytes, type}."""
+    model_bytes, type}, with bandwidth_gbs (per run) and bound_fraction for --bandwidth runs."""
     tests, model_bytes, wtype, threads = {}, None, None, None
     for path in paths:
         data = load_json(path)
@@ -58,6 +58,9 @@ def ox_results(paths):
             try:
                 tests[row["test"]] = summary(float(row["tok_s"]), float(row["stddev"]),
                                              [float(x) for x in row.get("samples_ts", [])])
+                if "bound_fraction" in row:  # bench --bandwidth: measured right before each run
+                    tests[row["test"]]["bandwidth_gbs"] = [float(x) for x in row["bandwidth_gbs"]]
+                    tests[row["test"]]["bound_fraction"] = float(row["bound_fraction"])
                 model_bytes = int(row["model_bytes"])
                 wtype = row["type"]
                 threads = int(row["threads"])
@@ -271,16 +274,23 @@ def build(args):
             body, head, tied = matrix_elements(os.path.join(run, "inspect.json"))
             llama_path = os.path.join(run, "llama.json")
             llama, llama_size = llama_results(llama_path) if os.path.exists(llama_path) else ({}, None)
-            bounds = {}
-            for name in ox:
+            bounds, shares = {}, {}
+            for name, res in ox.items():
                 kind, n = test_key(name)
                 if kind == 0:  # pp n: every token through the body, the head once (last token)
                     bounds[name] = peak * 1e9 / (2.0 * (body + head / n))
+                elif kind == 1 and "bound_fraction" in res:
+                    # tg with the bandwidth of each run: the share is the median of the runs' own
+                    # shares, the bound shown the one of their median bandwidth.
+                    bounds[name] = statistics.median(res["bandwidth_gbs"]) * 1e9 / model_bytes
+                    shares[name] = res["bound_fraction"]
                 elif kind == 1:  # tg: every token reads every weight once
                     bounds[name] = bandwidth * 1e9 / model_bytes
+                if name in bounds and name not in shares:
+                    shares[name] = res["median"] / bounds[name]
             rows.append({"key": key, "label": label, "shape": shape, "type": wtype,
                          "file": os.path.basename(path), "ox": ox, "bytes": model_bytes,
-                         "llama": llama, "llama_size": llama_size, "bounds": bounds,
+                         "llama": llama, "llama_size": llama_size, "bounds": bounds, "shares": shares,
                          "body": body, "head": head, "tied": tied, "threads": threads})
     if not rows:
         fail("no benchmark results")
@@ -343,10 +353,13 @@ def build(args):
         for r in group:
             cells = [r["type"], fmt_bytes(r["bytes"])]
             for t in tests:
-                res, bound = r["ox"].get(t), r["bounds"].get(t)
+                res, bound, share = r["ox"].get(t), r["bounds"].get(t), r["shares"].get(t)
                 cells.append(fmt_ms(res) if res else "–")
-                cells.append(f"{fmt_pct(res['median'] / bound)} of {fmt_rate(bound)}"
-                             if res and bound else "–")
+                if res and "bound_fraction" in res:  # each run against its own bound: their range
+                    run_bounds = [b * 1e9 / r["bytes"] for b in res["bandwidth_gbs"]]
+                    cells.append(f"{fmt_pct(share)} of {fmt_rate(min(run_bounds))}-{fmt_rate(max(run_bounds))}")
+                else:
+                    cells.append(f"{fmt_pct(share)} of {fmt_rate(bound)}" if res and bound else "–")
             w("| " + " | ".join(cells) + " |")
         w("")
         if have_llama and any(r["llama"] for r in group):
@@ -390,15 +403,20 @@ def build(args):
       "shape, random weights: speed does not depend on the values), GGUF files, cached in "
       f"`{args.models_dir}`.")
     w(f"- oxinfer: `oxinfer bench --model FILE -p N -n 0 -r {args.reps} -t {args.threads} --json` "
-      f"for each ppN and `-p 0 -n N` for tgN; one untimed warm-up run each; default KV cache (f32).")
+      f"for each ppN and `-p 0 -n N --bandwidth` for tgN; one untimed warm-up run each; default KV cache (f32).")
     if have_llama:
         w(f"- llama.cpp: `llama-bench -m FILE {args.llama_args} -t {args.threads} "
           f"-r {args.reps} -o json` on the same files, run right before or after oxinfer on each file "
           "(the order alternates from file to file) so that slow phases of the machine hit both; "
           "llama-bench's defaults otherwise (KV cache f16, flash attention auto, one warm-up).")
-    w("- **tg bound** = measured read bandwidth / `model_bytes` (the weight bytes one decoded "
-      "token reads, as `oxinfer bench` counts them). It ignores the KV cache reads (small at "
-      "these lengths) and assumes the whole bandwidth is usable by decoding.")
+    w("- **tg bound** = read bandwidth / `model_bytes` (the weight bytes one decoded "
+      "token reads, as `oxinfer bench` counts them). The tg runs use `--bandwidth`: the read "
+      "bandwidth is measured right before each timed run (this machine's drifts from minute to "
+      "minute), the share is the median of the runs' shares (`bound_fraction`), the bounds "
+      "shown are the runs' range, and the chart and llama.cpp's share use the bound of their "
+      "median bandwidth; without per-run figures the better kernel-run bandwidth serves. It "
+      "ignores the KV cache reads "
+      "(small at these lengths) and assumes the whole bandwidth is usable by decoding.")
     w("- **pp bound** (arithmetic) = measured FMA peak / FLOPs per prompt token, FLOPs per token "
       "= 2 × (multiply-adds of every 2-D weight matrix a token passes through, from "
       "`oxinfer inspect --json`, without the embedding lookup) + 2 × the LM head's multiply-adds "
@@ -465,7 +483,9 @@ def line(kind, path):
     """One line of progress output; also checks that the file is the JSON we expect."""
     if kind == "ox":
         tests, model_bytes, _, _ = ox_results([path])
-        print(", ".join(f"{t} {fmt_ms(r)} tok/s" for t, r in sorted(tests.items(), key=lambda x: test_key(x[0])))
+        print(", ".join(f"{t} {fmt_ms(r)} tok/s"
+                        + (f" ({fmt_pct(r['bound_fraction'])} of the bandwidth bound)" if "bound_fraction" in r else "")
+                        for t, r in sorted(tests.items(), key=lambda x: test_key(x[0])))
               or "no tests")
     elif kind == "llama":
         tests, _ = llama_results(path)
