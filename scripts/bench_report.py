@@ -59,7 +59,10 @@ def ox_results(paths):
                 tests[row["test"]] = summary(float(row["tok_s"]), float(row["stddev"]),
                                              [float(x) for x in row.get("samples_ts", [])])
                 if "bound_fraction" in row:  # bench --bandwidth: measured right before each run
-                    tests[row["test"]]["bandwidth_gbs"] = [float(x) for x in row["bandwidth_gbs"]]
+                    bandwidths = [float(x) for x in row["bandwidth_gbs"]]
+                    if not bandwidths or min(bandwidths) <= 0:
+                        raise ValueError("bandwidth_gbs must list each run's positive bandwidth")
+                    tests[row["test"]]["bandwidth_gbs"] = bandwidths
                     tests[row["test"]]["bound_fraction"] = float(row["bound_fraction"])
                 model_bytes = int(row["model_bytes"])
                 wtype = row["type"]
@@ -281,12 +284,14 @@ def build(args):
                     bounds[name] = peak * 1e9 / (2.0 * (body + head / n))
                 elif kind == 1 and "bound_fraction" in res:
                     # tg with the bandwidth of each run: the share is the median of the runs' own
-                    # shares, the bound shown the one of their median bandwidth.
-                    bounds[name] = statistics.median(res["bandwidth_gbs"]) * 1e9 / model_bytes
+                    # shares, the bound (chart, llama.cpp's share) the one of their median bandwidth
+                    # (the upper middle one for an even count, as bench picks bound_fraction)
+                    middle = sorted(res["bandwidth_gbs"])[len(res["bandwidth_gbs"]) // 2]
+                    bounds[name] = middle * 1e9 / model_bytes
                     shares[name] = res["bound_fraction"]
                 elif kind == 1:  # tg: every token reads every weight once
                     bounds[name] = bandwidth * 1e9 / model_bytes
-                if name in bounds and name not in shares:
+                if bounds.get(name) and name not in shares:
                     shares[name] = res["median"] / bounds[name]
             rows.append({"key": key, "label": label, "shape": shape, "type": wtype,
                          "file": os.path.basename(path), "ox": ox, "bytes": model_bytes,
@@ -330,7 +335,8 @@ def build(args):
     w("## Against the bounds")
     w("")
     w("Tokens/s are the median of the repetitions with their range (min-max); ratios and "
-      "shares are of medians; each \"of bound\" cell is the share of the bound and the bound itself.")
+      "shares are of medians; each \"of bound\" cell is the share of the bound and the bound itself, "
+      "except tg's: the median of each run's share of its own bound, and the range of those bounds.")
     w("")
     labels = []
     for r in rows:
@@ -414,8 +420,9 @@ def build(args):
       "bandwidth is measured right before each timed run (this machine's drifts from minute to "
       "minute), the share is the median of the runs' shares (`bound_fraction`), the bounds "
       "shown are the runs' range, and the chart and llama.cpp's share use the bound of their "
-      "median bandwidth; without per-run figures the better kernel-run bandwidth serves. It "
-      "ignores the KV cache reads "
+      "median bandwidth; without per-run figures the better kernel-run bandwidth serves. The "
+      "measurement (1 GiB read) also leaves the caches cold before each oxinfer tg run, which "
+      "llama-bench's runs are not. The bound ignores the KV cache reads "
       "(small at these lengths) and assumes the whole bandwidth is usable by decoding.")
     w("- **pp bound** (arithmetic) = measured FMA peak / FLOPs per prompt token, FLOPs per token "
       "= 2 × (multiply-adds of every 2-D weight matrix a token passes through, from "

@@ -14,6 +14,15 @@
 #include "kernels/matmul_table.h"
 #include "kernels/x86/weight_prefetch.h"
 
+// Keeps the compiler from assuming it knows what `array` holds after this point, so that its
+// elements are loaded from memory (as broadcasts) rather than rebuilt from registers by shuffles.
+// GCC and Clang only; elsewhere the compiler's own choice stands.
+#if defined(__GNUC__)
+#define OXINFER_RELOAD_FROM_MEMORY(array) asm("" : "+m"(array))
+#else
+#define OXINFER_RELOAD_FROM_MEMORY(array) ((void)0)
+#endif
+
 namespace oxinfer::kernels {
 namespace {
 
@@ -52,23 +61,24 @@ inline __m256i k4_mins_per_16(__m128i scales_mins) {
 }
 
 // Sub-block j's scale in both int16 halves of pairs[j]: madd's second operand, broadcast from
-// memory. The empty asm keeps the compiler from turning those loads back into shuffles.
+// memory.
 inline void k4_store_scale_pairs(__m128i scales_mins, int32_t (&pairs)[8]) {
     const __m128i scales16 = _mm_cvtepu8_epi16(scales_mins);
     _mm_store_si128(reinterpret_cast<__m128i*>(pairs), _mm_unpacklo_epi16(scales16, scales16));
     _mm_store_si128(reinterpret_cast<__m128i*>(pairs + 4), _mm_unpackhi_epi16(scales16, scales16));
-    asm("" : "+m"(pairs));
+    OXINFER_RELOAD_FROM_MEMORY(pairs);
 }
 
-// The block's d and dmin (f16), times the activations' d, stored for broadcasts from memory.
+// The block's d and dmin (f16) as floats, converted together.
 inline __m128 k4_factors(const uint8_t* block) {
     int32_t d_dmin;
     __builtin_memcpy(&d_dmin, block, 4);
     return _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));
 }
+// Those times the activations' d, stored for broadcasts from memory.
 inline void k4_store_scaled_factors(__m128 factors, float activation_d, float (&scaled)[2]) {
     _mm_storel_pi(reinterpret_cast<__m64*>(scaled), _mm_mul_ps(factors, _mm_set1_ps(activation_d)));
-    asm("" : "+m"(scaled));
+    OXINFER_RELOAD_FROM_MEMORY(scaled);
 }
 
 // acc + the int16 products weighted by the int16 scale, summed in pairs.
@@ -233,8 +243,8 @@ constexpr int k6_pair_slot(int group) { return (group % 8 < 4 ? 0 : 8) + 4 * (gr
 
 // One Q6_K row times int8 activations (ActBlock256). Codes are 6-bit, stored +32: the products
 // of the unsigned codes, minus 32 x each scale times its 16 activations' sum, folded into the
-// integer sum. Exact integers and the scalar kernel's float operations per block: results match
-// it bit for bit.
+// integer sum. Exact integers and the scalar kernel's float operations per block (which the
+// compiler may fuse into a multiply-add here): within a rounding per block of the scalar kernel.
 template <bool kVnni>
 float dot_q6_k(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock256*>(a);
@@ -252,7 +262,7 @@ float dot_q6_k(int64_t n, const std::byte* w, const void* a) {
         // Words 0-3 and 8-11 of `scales16` pair up in the low store, 4-7 and 12-15 in the high one.
         _mm256_store_si256(reinterpret_cast<__m256i*>(scale_pairs), _mm256_unpacklo_epi16(scales16, scales16));
         _mm256_store_si256(reinterpret_cast<__m256i*>(scale_pairs + 8), _mm256_unpackhi_epi16(scales16, scales16));
-        asm("" : "+m"(scale_pairs));
+        OXINFER_RELOAD_FROM_MEMORY(scale_pairs);
         __m256i sumi[2] = {_mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5), _mm256_setzero_si256()};
         sumi[0] = _mm256_sub_epi32(_mm256_setzero_si256(), sumi[0]);
         for (int half_index = 0; half_index < 2; ++half_index) {
@@ -268,8 +278,8 @@ float dot_q6_k(int64_t n, const std::byte* w, const void* a) {
                 const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + o));
                 // Words 0..7 hold values o..o+15 (group o/16), words 8..15 the next 16.
                 const int group = o / 16;
-                const __m256i scale = _mm256_set_m128i(_mm_set1_epi32(scale_pairs[k6_pair_slot(group + 1)]),
-                                                       _mm_set1_epi32(scale_pairs[k6_pair_slot(group)]));
+                const __m256i scale = _mm256_blend_epi32(_mm256_set1_epi32(scale_pairs[k6_pair_slot(group)]),
+                                                         _mm256_set1_epi32(scale_pairs[k6_pair_slot(group + 1)]), 0xF0);
                 sumi[g % 2] = k4_add_scaled<kVnni>(sumi[g % 2], _mm256_maddubs_epi16(q, aq), scale);
             }
         }

@@ -18,7 +18,6 @@ namespace {
 
 using U8 = const uint8_t*;
 
-
 // Products of signed bytes, summed in pairs and then in fours into 8 int32 lanes. maddubs needs
 // an unsigned operand: |w| times a with w's sign moved onto it.
 inline __m256i dot_i8(__m256i w, __m256i a) {

@@ -25,8 +25,6 @@ namespace {
 
 using U8 = const uint8_t*;
 
-
-
 float dot_q8_0_vnni(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock32*>(a);
     auto* p = reinterpret_cast<U8>(w);
