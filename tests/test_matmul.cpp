@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <random>
 
 using namespace oxinfer;
@@ -323,6 +324,12 @@ private slots:
         for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i)]));
         QCOMPARE(reference32[0].d, amax / 127.0f);
         for (int i = 0; i < 32; ++i) QVERIFY(std::fabs(reference32[0].q[i] * reference32[0].d - x[static_cast<size_t>(i)]) <= reference32[0].d / 2 * 1.0001f);
+        for (const ActBlock256& block : reference256)  // the sums of 16 and of 32 codes, from the codes
+            for (int i = 0; i < 16; ++i) {
+                const int sum16 = std::accumulate(block.q + 16 * i, block.q + 16 * i + 16, 0);
+                QCOMPARE(int{block.bsums[i]}, sum16);
+                if (i % 2 == 0) QCOMPARE(int{block.sums32[i / 2]}, std::accumulate(block.q + 16 * i, block.q + 16 * i + 32, 0));
+            }
         for (const KernelLevel& level : kernel_levels()) {
             level.matmul->quantize_blocks32(x.data(), blocks32.data(), 1024);
             level.matmul->quantize_blocks256(x.data(), blocks256.data(), 1024);
@@ -335,6 +342,7 @@ private slots:
                 QCOMPARE(blocks256[b].d, reference256[b].d);
                 QCOMPARE(std::memcmp(blocks256[b].q, reference256[b].q, 256), 0);
                 QCOMPARE(std::memcmp(blocks256[b].bsums, reference256[b].bsums, 32), 0);
+                QCOMPARE(std::memcmp(blocks256[b].sums32, reference256[b].sums32, 16), 0);
             }
         }
     }

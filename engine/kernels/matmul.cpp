@@ -52,6 +52,7 @@ void quantize_blocks256_scalar(const float* x, ActBlock256* out, int64_t n) {
             for (int i = 0; i < 16; ++i) sum += out[b].q[16 * g + i];
             out[b].bsums[g] = static_cast<int16_t>(sum);
         }
+        for (int s = 0; s < 8; ++s) out[b].sums32[s] = static_cast<int16_t>(out[b].bsums[2 * s] + out[b].bsums[2 * s + 1]);
         out[b].d = d;
     }
 }
@@ -117,7 +118,7 @@ float dot_q4_k_scalar(int64_t n, const std::byte* w, const void* a) {
             int32_t isum = 0;
             for (int l = 0; l < 32; ++l) isum += ((qs[32 * (s / 2) + l] >> shift) & 0xF) * act[b].q[32 * s + l];
             sumi += sc * isum;
-            summ += m * (act[b].bsums[2 * s] + act[b].bsums[2 * s + 1]);
+            summ += m * act[b].sums32[s];
         }
         const float d = f16_to_f32(load_u16(p)) * act[b].d;
         const float dmin = f16_to_f32(load_u16(p + 2)) * act[b].d;

@@ -20,10 +20,12 @@ struct ActBlock32 {
     int8_t q[32];
 };
 
-// Per 256 values (for the K-quants), with the sum of each 16 values.
+// Per 256 values (for the K-quants), with the sum of each 16 values (Q6_K's scale groups) and of
+// each 32 (Q4_K's sub-blocks, the weights of its mins).
 struct ActBlock256 {
     float d;
     int16_t bsums[16];
+    int16_t sums32[8];
     int8_t q[256];
 };
 

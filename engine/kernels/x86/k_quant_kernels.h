@@ -54,10 +54,12 @@ inline __m128i k4_scales_mins(const uint8_t* packed) {
     return _mm_unpacklo_epi32(first, _mm_or_si128(nibbles, top));
 }
 
-// The mins as int16, each twice: the weight of two 16-value activation sums (ActBlock256::bsums).
-inline __m256i k4_mins_per_16(__m128i scales_mins) {
-    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
-    return _mm256_set_m128i(_mm_unpackhi_epi16(mins16, mins16), _mm_unpacklo_epi16(mins16, mins16));
+// The mins' term of a block for one token: each sub-block's min times its 32 activations' sum
+// (ActBlock256::sums32), summed in pairs into the low four int32 lanes, zeros above.
+inline __m128i k4_mins16(__m128i scales_mins) { return _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins)); }
+inline __m256 k4_mins_term(__m128i mins16, const ActBlock256& a) {
+    const __m128i sums = _mm_madd_epi16(mins16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.sums32)));
+    return _mm256_cvtepi32_ps(_mm256_zextsi128_si256(sums));
 }
 
 // Sub-block j's scale in both int16 halves of pairs[j]: madd's second operand, broadcast from
@@ -128,15 +130,13 @@ template <int T, bool kVnni>
                 sumi[t][kChains - 1] = k4_add_scaled<kVnni>(sumi[t][kChains - 1], _mm256_maddubs_epi16(hi, a_hi), scale_hi);
             }
         }
-        const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
+        const __m128i mins16 = k4_mins16(scales_mins);
         const __m128 factors = k4_factors(p);
         for (int t = 0; t < T; ++t) {
-            const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t][b].bsums));
-            const __m256i summ = _mm256_madd_epi16(bsums, mins_per_16);
             const __m256i sum = kChains == 1 ? sumi[t][0] : _mm256_add_epi32(sumi[t][0], sumi[t][kChains - 1]);
             k4_store_scaled_factors(factors, act[t][b].d, scaled);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[0]), _mm256_cvtepi32_ps(sum), acc[t]);
-            acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[1]), _mm256_cvtepi32_ps(summ), acc_min[t]);
+            acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[1]), k4_mins_term(mins16, act[t][b]), acc_min[t]);
         }
     }
     for (int t = 0; t < T; ++t) out[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
@@ -163,7 +163,7 @@ void dot_q4_k_tokens(int64_t n, const std::byte* w, const void* const* a, int to
 // tokens it has. Per 32-value sub-block the codes (0..15, the unsigned operand maddubs wants)
 // meet each token's activations, weighted by the sub-block's scale; the integer sums of a (row,
 // token) pair go to float once per super-block, with the mins' term (min x the activations'
-// 16-value sums) taken off there. One row at a time keeps the token accumulators and the row's
+// 32-value sums) taken off there. One row at a time keeps the token accumulators and the row's
 // operands in registers; the activations are read from L1 by each row.
 template <int T, bool kVnni>
 void q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
@@ -207,12 +207,11 @@ void q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t ro
 #pragma GCC unroll 1
                 for (int c = 0; c < 4; ++c) sub_block_pair(c);
             }
-            const __m256i mins_per_16 = k4_mins_per_16(scales_mins);
+            const __m128i mins16 = k4_mins16(scales_mins);
             const __m128 factors = k4_factors(p);
             for (int t = 0; t < T; ++t) {
                 const ActBlock256& a = acts[t][b];
-                const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
-                const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins_per_16));
+                const __m256 mins = k4_mins_term(mins16, a);
                 k4_store_scaled_factors(factors, a.d, scaled);
                 facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(scaled[0]), _mm256_cvtepi32_ps(acc[t]), facc[t]);
                 facc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(scaled[1]), mins, facc[t]);

@@ -89,6 +89,7 @@ void quantize_blocks256_avx2(const float* x, ActBlock256* out, int64_t n) {
             _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].q + 16 * g), bytes);
             out[b].bsums[g] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(q0, q1)));
         }
+        for (int s = 0; s < 8; ++s) out[b].sums32[s] = static_cast<int16_t>(out[b].bsums[2 * s] + out[b].bsums[2 * s + 1]);
         out[b].d = d;
     }
 }
