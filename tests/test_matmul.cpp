@@ -143,7 +143,7 @@ private slots:
         const bool direct = has_direct_dot(m.w.dtype);
         const ActivationFormat format = activation_format(m.w.dtype);
         const int64_t quant_block = !direct ? 0 : format == ActivationFormat::Q8Blocks32 ? 32 : format == ActivationFormat::Q8Blocks256 ? 256 : 0;
-        for (int tokens : {1, 2, 4, 5, 6, 13}) {
+        for (int tokens : {1, 2, 4, 5, 6, 15}) {  // 15: a last group of 3 in the 4-token K-quant tiles
             const auto x = test::random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 7));
             // Reference in double, and the error bound of each path:
             //  - f32 arithmetic over `cols` terms: |err| <= cols * 2^-23 * sum|w*x| (a loose,
@@ -188,8 +188,10 @@ private slots:
                             for (int r = 0; r < rows; ++r) QVERIFY(same_bits(y_gemv[static_cast<size_t>(t * rows + r)], alone[static_cast<size_t>(r)]));
                         }
                     const bool bf16_activations = m.w.dtype == DType::BF16 && level.matmul->gemm_tile_bf16;
-                    // Q4_K prefill multiplies int8 activations, as its GEMV does.
-                    const std::vector<double>& gemm_bound = m.w.dtype == DType::Q4_K ? quant_bound : float_bound;
+                    // Q4_K prefill multiplies int8 activations, as its GEMV does, and so does Q6_K's
+                    // where the level has a tile for it.
+                    const bool int8_gemm = m.w.dtype == DType::Q4_K || (m.w.dtype == DType::Q6_K && level.matmul->gemm_q6_k_tile);
+                    const std::vector<double>& gemm_bound = int8_gemm ? quant_bound : float_bound;
                     const std::vector<double>& rounded_bound = bf16_activations ? bf16_bound : gemm_bound;
                     for (size_t i = 0; i < reference.size(); ++i) {
                         const QString where = QStringLiteral("%1, %2 threads, %3 tokens, output %4").arg(QString::fromStdString(level.name)).arg(threads).arg(tokens).arg(i);

@@ -196,7 +196,7 @@ MatmulTable scalar_table() {
             over_rows<dot_bf16_scalar>, over_rows<dot_q8_0_scalar>, over_rows<dot_q4_0_scalar>, over_rows<dot_q4_k_scalar>,
             over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
-            nullptr,                  false,                    nullptr,                  nullptr};
+            nullptr,                  nullptr,                  false,                    nullptr,                  nullptr};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
@@ -481,15 +481,12 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
     });
 }
 
-// Q4_K prefill as llama.cpp computes it: activations quantised to int8 per 256 values (the GEMV's
-// format) and integer products, which on AVX2 run about twice the rate of float FMAs. Each thread
-// takes blocks of kRowBlock rows; for each group of tokens (whose activations then stay in L1) the
-// tile kernel runs over the rows of the block, whose weights stay in L1/L2.
-void gemm_q4_k(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
-    if (!table.gemm_q4_k_tile) {  // the same arithmetic through the row dots
-        gemv_with(table, w, x, tokens, y, pool);
-        return;
-    }
+// K-quant prefill as llama.cpp computes it: activations quantised to int8 per 256 values (the
+// GEMV's format) and integer products, which on AVX2 run about twice the rate of float FMAs. Each
+// thread takes blocks of kRowBlock rows; for each group of tokens (whose activations then stay in
+// L1) the tile kernel runs over the rows of the block, whose weights stay in L1/L2.
+void gemm_k_quant(KQuantTile tile, const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y,
+                  ThreadPool& pool) {
     const int64_t blocks = w.cols / 256;
     std::vector<ActBlock256> act(static_cast<size_t>(tokens * blocks));
     pool.parallel_for(tokens, 1, [&](int64_t begin, int64_t end) {
@@ -503,8 +500,8 @@ void gemm_q4_k(const MatmulTable& table, const WeightMatrix& w, const float* x, 
                 const int64_t valid_tokens = std::min<int64_t>(kQ4kTileTokens, tokens - t0);
                 const ActBlock256* acts[kQ4kTileTokens];
                 for (int i = 0; i < kQ4kTileTokens; ++i) acts[i] = act.data() + (t0 + std::min<int64_t>(i, valid_tokens - 1)) * blocks;
-                table.gemm_q4_k_tile(blocks, w.data + block * w.row_bytes, w.row_bytes, block_end - block, acts,
-                                     static_cast<int>(valid_tokens), y + t0 * w.rows + block, w.rows);
+                tile(blocks, w.data + block * w.row_bytes, w.row_bytes, block_end - block, acts, static_cast<int>(valid_tokens),
+                     y + t0 * w.rows + block, w.rows);
             }
         }
     });
@@ -514,8 +511,12 @@ void gemm_q4_k(const MatmulTable& table, const WeightMatrix& w, const float* x, 
 
 void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     check_supported(w);
-    if (w.dtype == DType::Q4_K) {
-        gemm_q4_k(table, w, x, tokens, y, pool);
+    if (w.dtype == DType::Q4_K && !table.gemm_q4_k_tile) {  // the same arithmetic through the row dots
+        gemv_with(table, w, x, tokens, y, pool);
+        return;
+    }
+    if (const KQuantTile tile = w.dtype == DType::Q4_K ? table.gemm_q4_k_tile : w.dtype == DType::Q6_K ? table.gemm_q6_k_tile : nullptr) {
+        gemm_k_quant(tile, table, w, x, tokens, y, pool);
         return;
     }
     const int64_t K = w.cols;

@@ -60,6 +60,9 @@ constexpr int kGemmRows = 16;    // register tile: weight rows
 // gemm_tile_pair is 32 KB, measured only on a 48 KB L1D); a multiple of every block size.
 constexpr int kGemmKc = 256;
 
+using KQuantTile = void (*)(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
+                           int valid_tokens, float* y, int64_t ldy);
+
 struct MatmulTable {
     // d = max|x| / 127, q = round-to-nearest-even(x * (1/d)): every level must produce the same q.
     void (*quantize_blocks32)(const float* x, ActBlock32* out, int64_t n);
@@ -95,8 +98,9 @@ struct MatmulTable {
     // 256 values: y[t * ldy + r] = dot_q4_k(row r, acts[t]) (up to float summation order) for
     // t < valid_tokens; only those tokens are computed. nullptr where the level has none: gemm
     // then takes the row dots.
-    void (*gemm_q4_k_tile)(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
-                           int valid_tokens, float* y, int64_t ldy);
+    KQuantTile gemm_q4_k_tile;
+    // The same for Q6_K (dot_q6_k's products). nullptr: gemm dequantises the rows to float.
+    KQuantTile gemm_q6_k_tile;
     // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.
     bool bf16_even_odd;
     // dot_q4_k for 2 to kQ4kTileTokens tokens at once (a speculative verification); nullptr: the

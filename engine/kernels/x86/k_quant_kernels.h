@@ -1,5 +1,5 @@
 #pragma once
-// The Q4_K and Q6_K row dots and the Q4_K GEMM tile on 256-bit integer vectors, for two levels:
+// The Q4_K and Q6_K row dots and GEMM tiles on 256-bit integer vectors, for two levels:
 // AVX2 (kVnni false) and AVX-512 VNNI (kVnni true, where vpdpwssd weights and adds a group's byte
 // products in one instruction instead of madd and add). Everything has internal linkage, so each
 // including file keeps its own copy in its own instruction set (see matmul_avx512.cpp on shared
@@ -13,6 +13,8 @@
 #include "kernels/block_layouts.h"
 #include "kernels/matmul_table.h"
 #include "kernels/x86/weight_prefetch.h"
+
+#include <utility>
 
 // Keeps the compiler from assuming it knows what `array` holds after this point, so that its
 // elements are loaded from memory (as broadcasts) rather than rebuilt from registers by shuffles.
@@ -90,9 +92,25 @@ inline __m256i k4_add_scaled(__m256i acc, __m256i products, __m256i scale) {
     else return _mm256_add_epi32(acc, _mm256_madd_epi16(products, scale));
 }
 
+// A compile-time count (of tokens: the template instance for a call's number, 1 to kQ4kTileTokens).
+template <int N>
+struct Tokens {
+    static constexpr int value = N;
+};
+template <class Call>
+void with_tokens(int valid_tokens, Call&& call) {
+    static_assert(kQ4kTileTokens == 4, "one case per token count");
+    switch (valid_tokens) {
+        case 1: call(Tokens<1>{}); break;
+        case 2: call(Tokens<2>{}); break;
+        case 3: call(Tokens<3>{}); break;
+        default: call(Tokens<4>{}); break;
+    }
+}
+
 // One Q4_K row times T tokens' int8 activations, each block's scales, mins and codes unpacked once.
 // Per token: the 32-value sub-blocks' integer sums weighted by their scales, and the mins times the
-// activations' 16-value sums, each turned to float once per block into its own accumulator. The
+// activations' 32-value sums, each turned to float once per block into its own accumulator. The
 // one-token row dot is T = 1, so several tokens give each token its one-token bits (a verified
 // draft's logits are the plain decode's). With vpdpwssd (latency 5) the low and high halves of
 // the codes accumulate separately.
@@ -151,12 +169,17 @@ float dot_q4_k(int64_t n, const std::byte* w, const void* a) {
 
 template <bool kVnni>
 void dot_q4_k_tokens(int64_t n, const std::byte* w, const void* const* a, int tokens, float* out) {
-    switch (tokens) {
-        case 1: q4_k_row_tokens<1, kVnni>(n, w, a, out); break;
-        case 2: q4_k_row_tokens<2, kVnni>(n, w, a, out); break;
-        case 3: q4_k_row_tokens<3, kVnni>(n, w, a, out); break;
-        default: q4_k_row_tokens<4, kVnni>(n, w, a, out); break;
-    }
+    with_tokens(tokens, [&](auto count) { q4_k_row_tokens<decltype(count)::value, kVnni>(n, w, a, out); });
+}
+
+// A tile row's result: the horizontal sums of the four token accumulators at once, the first T
+// stored T rows of y apart (ldy).
+template <int T>
+inline void k_tile_store_sums(const __m256 (&facc)[kQ4kTileTokens], float* y, int64_t ldy) {
+    const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
+    for (int t = 0; t < T; ++t) y[t * ldy] = sums[t];
 }
 
 // Q4_K rows times T (1 to 4) tokens' int8 activations: a prefill's last group pays only for the
@@ -217,75 +240,126 @@ void q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t ro
                 facc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(scaled[1]), mins, facc[t]);
             }
         }
-        // The four horizontal sums at once.
-        const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
-        alignas(16) float sums[4];
-        _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
-        for (int t = 0; t < T; ++t) y[t * ldy + r] = sums[t];
+        k_tile_store_sums<T>(facc, y + r, ldy);
     }
 }
 
 template <bool kVnni>
 void gemm_q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
                     int valid_tokens, float* y, int64_t ldy) {
-    switch (valid_tokens) {
-        case 1: q4_k_tile<1, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-        case 2: q4_k_tile<2, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-        case 3: q4_k_tile<3, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-        default: q4_k_tile<4, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); break;
-    }
+    with_tokens(valid_tokens, [&](auto tokens) { q4_k_tile<decltype(tokens)::value, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); });
 }
 
 // Where unpacking the 16 scales (int16, 0-7 in the low 128-bit lane, 8-15 in the high one) with
 // themselves puts group i's pair: the low unpack takes words 0-3 of each lane, the high one 4-7.
 constexpr int k6_pair_slot(int group) { return (group % 8 < 4 ? 0 : 8) + 4 * (group / 8) + group % 4; }
 
-// One Q6_K row times int8 activations (ActBlock256). Codes are 6-bit, stored +32: the products
-// of the unsigned codes, minus 32 x each scale times its 16 activations' sum, folded into the
-// integer sum. Exact integers and the scalar kernel's float operations per block (which the
-// compiler may fuse into a multiply-add here): within a rounding per block of the scalar kernel.
+// A Q6_K block's 16 scales (int8 at byte 192) as int16, and each one paired with itself in a
+// 32-bit word for broadcasts from memory (k6_scale). Words 0-3 and 8-11 of the scales pair up in
+// the low store, 4-7 and 12-15 in the high one.
+inline __m256i k6_scales16(const uint8_t* block) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)));
+}
+inline void k6_store_scale_pairs(__m256i scales16, int32_t (&pairs)[16]) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm256_unpacklo_epi16(scales16, scales16));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pairs + 8), _mm256_unpackhi_epi16(scales16, scales16));
+    OXINFER_RELOAD_FROM_MEMORY(pairs);
+}
+
+// The 32 codes (0..63) of part `part` (values 32 * part ..): low 4 bits from ql, bits 4 and 5 from
+// qh (bits 2g, 2g+1 of its bytes for g = part % 4).
+inline __m256i k6_codes(const uint8_t* block, int part) {
+    const int half_index = part / 4, g = part % 4;
+    const __m256i lbytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * half_index + 32 * (g % 2)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * half_index));
+    const __m256i low = _mm256_and_si256(g < 2 ? lbytes : _mm256_srli_epi16(lbytes, 4), _mm256_set1_epi8(0xF));
+    const __m256i shifted = g < 2 ? _mm256_slli_epi16(qh, 4 - 2 * g) : g == 2 ? qh : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(low, _mm256_and_si256(shifted, _mm256_set1_epi8(0x30)));
+}
+
+// madd's scale operand for part `part`: words 0..7 of its products hold values of 16-value group
+// 2 * part, words 8..15 of the next.
+inline __m256i k6_scale(const int32_t (&pairs)[16], int part) {
+    return _mm256_blend_epi32(_mm256_set1_epi32(pairs[k6_pair_slot(2 * part)]), _mm256_set1_epi32(pairs[k6_pair_slot(2 * part + 1)]), 0xF0);
+}
+
+// call(Tokens<part>{}) for the eight 32-value parts of a block, unrolled.
+template <class Call>
+inline void for_parts(Call&& call) {
+    [&]<int... kParts>(std::integer_sequence<int, kParts...>) { (call(Tokens<kParts>{}), ...); }(std::make_integer_sequence<int, 8>{});
+}
+
+// Minus 32 x each scale times its 16 activations' sum, per int32 lane: the codes are stored +32.
+inline __m256i k6_offset_term(__m256i scales16, const ActBlock256& a) {
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5));
+}
+
+// One Q6_K row times int8 activations (ActBlock256): the products of the unsigned codes, with the
+// offset's term folded into the integer sum. Exact integers and the scalar kernel's float
+// operations per block (which the compiler may fuse into a multiply-add here): within a rounding
+// per block of the scalar kernel.
 template <bool kVnni>
 float dot_q6_k(int64_t n, const std::byte* w, const void* a) {
     const auto* act = static_cast<const ActBlock256*>(a);
     auto* p = reinterpret_cast<const uint8_t*>(w);
-    const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
-    alignas(32) int32_t scale_pairs[16];  // 16-value group i's scale in both int16 halves of word k6_pair_slot(i)
+    alignas(32) int32_t scale_pairs[16];
     float sum = 0;
     for (int64_t b = 0; b < n / 256; ++b, p += blocks::kQ6_KBytes) {
         prefetch_blocks(p);
         prefetch_blocks(p + 64);
         prefetch_blocks(p + 128);
         prefetch_blocks_page_ahead(p, blocks::kQ6_KBytes);
-        const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].bsums));
-        // Words 0-3 and 8-11 of `scales16` pair up in the low store, 4-7 and 12-15 in the high one.
-        _mm256_store_si256(reinterpret_cast<__m256i*>(scale_pairs), _mm256_unpacklo_epi16(scales16, scales16));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(scale_pairs + 8), _mm256_unpackhi_epi16(scales16, scales16));
-        OXINFER_RELOAD_FROM_MEMORY(scale_pairs);
-        __m256i sumi[2] = {_mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5), _mm256_setzero_si256()};
-        sumi[0] = _mm256_sub_epi32(_mm256_setzero_si256(), sumi[0]);
-        for (int half_index = 0; half_index < 2; ++half_index) {
-            const uint8_t* ql = p + 64 * half_index;
-            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * half_index));
-            for (int g = 0; g < 4; ++g) {
-                const __m256i lbytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32 * (g % 2)));
-                const __m256i low = _mm256_and_si256(g < 2 ? lbytes : _mm256_srli_epi16(lbytes, 4), low4);
-                // Bits 2g, 2g+1 of qh become bits 4, 5 of the code.
-                const __m256i shifted = g < 2 ? _mm256_slli_epi16(qh, 4 - 2 * g) : g == 2 ? qh : _mm256_srli_epi16(qh, 2);
-                const __m256i q = _mm256_or_si256(low, _mm256_and_si256(shifted, bits45));
-                const int o = 128 * half_index + 32 * g;
-                const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + o));
-                // Words 0..7 hold values o..o+15 (group o/16), words 8..15 the next 16.
-                const int group = o / 16;
-                const __m256i scale = _mm256_blend_epi32(_mm256_set1_epi32(scale_pairs[k6_pair_slot(group)]),
-                                                         _mm256_set1_epi32(scale_pairs[k6_pair_slot(group + 1)]), 0xF0);
-                sumi[g % 2] = k4_add_scaled<kVnni>(sumi[g % 2], _mm256_maddubs_epi16(q, aq), scale);
-            }
-        }
+        const __m256i scales16 = k6_scales16(p);
+        k6_store_scale_pairs(scales16, scale_pairs);
+        __m256i sumi[2] = {k6_offset_term(scales16, act[b]), _mm256_setzero_si256()};
+        for_parts([&](auto part) {
+            constexpr int kPart = decltype(part)::value;
+            const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q + 32 * kPart));
+            sumi[kPart % 2] = k4_add_scaled<kVnni>(sumi[kPart % 2], _mm256_maddubs_epi16(k6_codes(p, kPart), aq), k6_scale(scale_pairs, kPart));
+        });
         const int total = hsum_i32(_mm256_add_epi32(sumi[0], sumi[1]));
         sum += half(p + 208) * act[b].d * static_cast<float>(total);
     }
     return sum;
+}
+
+// Q6_K rows times T (1 to 4) tokens' int8 activations, as q4_k_tile: each part's codes and scales
+// unpacked once per row and block for all tokens; a (row, token) pair's integer sum goes to
+// float once per block.
+template <int T, bool kVnni>
+void q6_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
+               int64_t ldy) {
+    static_assert(kQ4kTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
+    alignas(32) int32_t scale_pairs[16];
+    for (int64_t r = 0; r < rows; ++r) {
+        auto* p = reinterpret_cast<const uint8_t*>(w) + r * row_bytes;
+        __m256 facc[kQ4kTileTokens];
+        for (__m256& v : facc) v = _mm256_setzero_ps();
+        for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ6_KBytes) {
+            const __m256i scales16 = k6_scales16(p);
+            k6_store_scale_pairs(scales16, scale_pairs);
+            __m256i acc[T];
+            for (int t = 0; t < T; ++t) acc[t] = k6_offset_term(scales16, acts[t][b]);
+            // Each part's shifts and scale slots are constants: the parts are unrolled.
+            for_parts([&](auto part) {
+                const __m256i q = k6_codes(p, part.value), scale = k6_scale(scale_pairs, part.value);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acts[t][b].q + 32 * part.value));
+                    acc[t] = k4_add_scaled<kVnni>(acc[t], _mm256_maddubs_epi16(q, aq), scale);
+                }
+            });
+            const float d = half(p + 208);
+            for (int t = 0; t < T; ++t) facc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * acts[t][b].d), _mm256_cvtepi32_ps(acc[t]), facc[t]);
+        }
+        k_tile_store_sums<T>(facc, y + r, ldy);
+    }
+}
+
+template <bool kVnni>
+void gemm_q6_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
+                    int valid_tokens, float* y, int64_t ldy) {
+    with_tokens(valid_tokens, [&](auto tokens) { q6_k_tile<decltype(tokens)::value, kVnni>(blocks, w, row_bytes, rows, acts, y, ldy); });
 }
 
 }  // namespace

@@ -337,6 +337,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_q4_0 = over_rows<dot_q4_0_avx2>;
     table.dot_q4_k = over_rows<dot_q4_k<false>>;
     table.gemm_q4_k_tile = gemm_q4_k_tile<false>;
+    table.gemm_q6_k_tile = gemm_q6_k_tile<false>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<false>;
     table.dot_q6_k = over_rows<dot_q6_k<false>>;
     table.pack_panel = pack_panel_avx2;

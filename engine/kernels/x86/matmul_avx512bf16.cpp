@@ -1,5 +1,5 @@
 // AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
-// the Q4_K and Q6_K row dots and the Q4_K prefill tile through vpdpwssd (k_quant_kernels.h),
+// the Q4_K and Q6_K row dots and prefill tiles through vpdpwssd (k_quant_kernels.h),
 // and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs) for
 // matrices that allow bf16-rounded activations (WeightMatrix::bf16_activations).
 //
@@ -125,6 +125,7 @@ void fill_matmul_avx512bf16(MatmulTable& table) {
     table.dot_q4_k = over_rows<dot_q4_k<true>>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<true>;
     table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
+    table.gemm_q6_k_tile = gemm_q6_k_tile<true>;
     table.dot_q6_k = over_rows<dot_q6_k<true>>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
