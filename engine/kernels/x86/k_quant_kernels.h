@@ -12,6 +12,7 @@
 
 #include "kernels/block_layouts.h"
 #include "kernels/matmul_table.h"
+#include "kernels/x86/vec256.h"
 #include "kernels/x86/weight_prefetch.h"
 
 #include <utility>
@@ -27,21 +28,6 @@
 
 namespace oxinfer::kernels {
 namespace {
-
-// Pieces every 256-bit kernel file uses.
-inline float half(const uint8_t* p) { return _cvtsh_ss(blocks::load_u16(p)); }
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-inline int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
 
 // The eight 6-bit sub-block scales (bytes 0-7) and mins (bytes 8-15) as blocks::k4_scale_min gives
 // them, unpacked from the 12 packed bytes with 32-bit masks in a register: about half the

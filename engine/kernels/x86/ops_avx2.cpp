@@ -29,6 +29,8 @@
 
 #include <immintrin.h>
 
+#include "kernels/x86/vec256.h"
+
 namespace oxinfer::kernels {
 namespace {
 
@@ -40,12 +42,6 @@ inline __m256i tail_mask(int64_t rem) {  // lanes [0, rem) set, rem in [0, 8]
 inline __m256 load_tail(const float* p, int64_t rem) { return _mm256_maskload_ps(p, tail_mask(rem)); }
 inline void store_tail(float* p, __m256 v, int64_t rem) { _mm256_maskstore_ps(p, tail_mask(rem), v); }
 
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 inline double hsum(__m256d v) {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
