@@ -20,9 +20,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 WeightStore::WeightStore(const Checkpoint& checkpoint, const ModelLoadSettings& settings, ThreadPool& pool)
-    : checkpoint_(checkpoint), convert_to_(settings.convert_weights), bf16_activations_(settings.bf16_activations), pool_(pool) {
-    if (convert_to_ && !can_quantize(*convert_to_))
-        throw Error(std::string(dtype_name(*convert_to_)), "weights cannot be converted to this type at load");
+    : checkpoint_(checkpoint), settings_(settings), pool_(pool) {
+    if (settings_.convert_weights && !can_quantize(*settings_.convert_weights))
+        throw Error(std::string(dtype_name(*settings_.convert_weights)), "weights cannot be converted to this type at load");
     if (is_gguf()) {
         const auto& meta = checkpoint.metadata();
         if (auto it = meta.find("general.architecture"); it != meta.end() && it->is_string()) gguf_arch_ = it->get<std::string>();
@@ -68,15 +68,15 @@ kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int6
 }
 
 kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name) {
-    w.bf16_activations = bf16_activations_;  // read only for bf16 matrices
-    if (!convert_to_ || *convert_to_ == w.dtype) {
+    w.bf16_activations = settings_.bf16_activations;  // read only for bf16 matrices
+    if (!settings_.convert_weights || *settings_.convert_weights == w.dtype) {
         if (!can_convert_to_f32(w.dtype))
             throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));
         mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
         matrix_types_.push_back(w.dtype);
         return w;
     }
-    const DType target = *convert_to_;
+    const DType target = *settings_.convert_weights;
     const auto row_bytes = dtype_bytes(target, static_cast<uint64_t>(w.cols));
     if (!row_bytes)
         throw Error(checkpoint_.path().string(), "tensor '" + name + "' cannot be converted to " + std::string(dtype_name(target)) + ": rows of " +

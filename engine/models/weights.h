@@ -65,8 +65,7 @@ private:
     kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name);
 
     const Checkpoint& checkpoint_;
-    std::optional<DType> convert_to_;
-    bool bf16_activations_;  // settings.bf16_activations
+    ModelLoadSettings settings_;
     ThreadPool& pool_;
     std::string gguf_arch_;
     std::deque<std::vector<std::byte>> owned_;
