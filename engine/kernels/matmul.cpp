@@ -391,11 +391,11 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
                         table.dot_f32(cols, reinterpret_cast<const std::byte*>(row.data()), 0, 1, act.row(part.format, t), part.y + t * w.rows + r);
                     continue;
                 }
-                // Q4_K for several tokens: the row read once for every token (up to kQ4kTileTokens at a time), the row dot's arithmetic.
-                for (int64_t t = 0; t < tokens; t += kQ4kTileTokens) {
-                    const int n = static_cast<int>(std::min<int64_t>(kQ4kTileTokens, tokens - t));
-                    const void* rows_of[kQ4kTileTokens];
-                    float out[kQ4kTileTokens];
+                // Q4_K for several tokens: the row read once for every token (up to kKQuantTileTokens at a time), the row dot's arithmetic.
+                for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
+                    const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
+                    const void* rows_of[kKQuantTileTokens];
+                    float out[kKQuantTileTokens];
                     for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
                     table.dot_q4_k_tokens(cols, weights, rows_of, n, out);
                     for (int i = 0; i < n; ++i) part.y[(t + i) * w.rows + r] = out[i];
@@ -496,10 +496,10 @@ void gemm_k_quant(KQuantTile tile, const MatmulTable& table, const WeightMatrix&
     pool.parallel_for(w.rows, kRowBlock, [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; block += kRowBlock) {
             const int64_t block_end = std::min(end, block + kRowBlock);
-            for (int64_t t0 = 0; t0 < tokens; t0 += kQ4kTileTokens) {
-                const int64_t valid_tokens = std::min<int64_t>(kQ4kTileTokens, tokens - t0);
-                const ActBlock256* acts[kQ4kTileTokens];
-                for (int i = 0; i < kQ4kTileTokens; ++i) acts[i] = act.data() + (t0 + std::min<int64_t>(i, valid_tokens - 1)) * blocks;
+            for (int64_t t0 = 0; t0 < tokens; t0 += kKQuantTileTokens) {
+                const int64_t valid_tokens = std::min<int64_t>(kKQuantTileTokens, tokens - t0);
+                const ActBlock256* acts[kKQuantTileTokens];
+                for (int i = 0; i < kKQuantTileTokens; ++i) acts[i] = act.data() + (t0 + std::min<int64_t>(i, valid_tokens - 1)) * blocks;
                 tile(blocks, w.data + block * w.row_bytes, w.row_bytes, block_end - block, acts, static_cast<int>(valid_tokens),
                      y + t0 * w.rows + block, w.rows);
             }

@@ -93,7 +93,7 @@ struct MatmulTable {
     double (*peak_flops_probe)(int64_t iterations, float* sink);
     // The same for the bf16 dot product that gemm_tile_bf16 uses (nullptr where there is none).
     double (*peak_bf16_probe)(int64_t iterations, float* sink);
-    // Q4_K weights times int8 activations (the GEMV's Q8Blocks256 format) for up to kQ4kTileTokens
+    // Q4_K weights times int8 activations (the GEMV's Q8Blocks256 format) for up to kKQuantTileTokens
     // tokens and `rows` consecutive rows from w (row_bytes apart), over `blocks` super-blocks of
     // 256 values: y[t * ldy + r] = dot_q4_k(row r, acts[t]) (up to float summation order) for
     // t < valid_tokens; only those tokens are computed. nullptr where the level has none: gemm
@@ -103,7 +103,7 @@ struct MatmulTable {
     KQuantTile gemm_q6_k_tile;
     // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.
     bool bf16_even_odd;
-    // dot_q4_k for 2 to kQ4kTileTokens tokens at once (a speculative verification); nullptr: the
+    // dot_q4_k for 2 to kKQuantTileTokens tokens at once (a speculative verification); nullptr: the
     // GEMV calls dot_q4_k per token.
     RowDotTokens dot_q4_k_tokens;
     // gemm_tile over two full panels at once (rows r0..r0+15 from packed_w0, the next 16 from
@@ -113,7 +113,7 @@ struct MatmulTable {
     void (*gemm_tile_pair)(int64_t k, const float* packed_x, const float* packed_w0, const float* packed_w1, float* c, int64_t ldc,
                            bool accumulate);
 };
-constexpr int kQ4kTileTokens = 4;
+constexpr int kKQuantTileTokens = 4;  // tokens per call of the K-quant tiles and of dot_q4_k_tokens
 
 // The table of a level this build contains and this CPU supports (built on first use); throws
 // oxinfer::Error for any other level, so that no SIMD code runs on a CPU without it.

@@ -78,19 +78,19 @@ inline __m256i k4_add_scaled(__m256i acc, __m256i products, __m256i scale) {
     else return _mm256_add_epi32(acc, _mm256_madd_epi16(products, scale));
 }
 
-// A compile-time count (of tokens: the template instance for a call's number, 1 to kQ4kTileTokens).
+// A compile-time int: a call's number of tokens (1 to kKQuantTileTokens) or a block's part.
 template <int N>
-struct Tokens {
+struct Constant {
     static constexpr int value = N;
 };
 template <class Call>
 void with_tokens(int valid_tokens, Call&& call) {
-    static_assert(kQ4kTileTokens == 4, "one case per token count");
+    static_assert(kKQuantTileTokens == 4, "one case per token count");
     switch (valid_tokens) {
-        case 1: call(Tokens<1>{}); break;
-        case 2: call(Tokens<2>{}); break;
-        case 3: call(Tokens<3>{}); break;
-        default: call(Tokens<4>{}); break;
+        case 1: call(Constant<1>{}); break;
+        case 2: call(Constant<2>{}); break;
+        case 3: call(Constant<3>{}); break;
+        default: call(Constant<4>{}); break;
     }
 }
 
@@ -161,7 +161,7 @@ void dot_q4_k_tokens(int64_t n, const std::byte* w, const void* const* a, int to
 // A tile row's result: the horizontal sums of the four token accumulators at once, the first T
 // stored T rows of y apart (ldy).
 template <int T>
-inline void k_tile_store_sums(const __m256 (&facc)[kQ4kTileTokens], float* y, int64_t ldy) {
+inline void k_tile_store_sums(const __m256 (&facc)[kKQuantTileTokens], float* y, int64_t ldy) {
     const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(facc[0], facc[1]), _mm256_hadd_ps(facc[2], facc[3]));
     alignas(16) float sums[4];
     _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
@@ -177,13 +177,13 @@ inline void k_tile_store_sums(const __m256 (&facc)[kQ4kTileTokens], float* y, in
 template <int T, bool kVnni>
 void q4_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
                int64_t ldy) {
-    static_assert(kQ4kTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
+    static_assert(kKQuantTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
     const __m256i low4 = _mm256_set1_epi8(0xF);
     alignas(16) int32_t scale_pairs[8];
     alignas(8) float scaled[2];
     for (int64_t r = 0; r < rows; ++r) {
         auto* p = reinterpret_cast<const uint8_t*>(w) + r * row_bytes;
-        __m256 facc[kQ4kTileTokens];
+        __m256 facc[kKQuantTileTokens];
         for (__m256& v : facc) v = _mm256_setzero_ps();
         for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ4_KBytes) {
             prefetch_weights(p);  // streamed from memory when decoding
@@ -269,10 +269,10 @@ inline __m256i k6_scale(const int32_t (&pairs)[16], int part) {
     return _mm256_blend_epi32(_mm256_set1_epi32(pairs[k6_pair_slot(2 * part)]), _mm256_set1_epi32(pairs[k6_pair_slot(2 * part + 1)]), 0xF0);
 }
 
-// call(Tokens<part>{}) for the eight 32-value parts of a block, unrolled.
+// call(Constant<part>{}) for the eight 32-value parts of a block, unrolled.
 template <class Call>
 inline void for_parts(Call&& call) {
-    [&]<int... kParts>(std::integer_sequence<int, kParts...>) { (call(Tokens<kParts>{}), ...); }(std::make_integer_sequence<int, 8>{});
+    [&]<int... kParts>(std::integer_sequence<int, kParts...>) { (call(Constant<kParts>{}), ...); }(std::make_integer_sequence<int, 8>{});
 }
 
 // Minus 32 x each scale times its 16 activations' sum, per int32 lane: the codes are stored +32.
@@ -316,11 +316,11 @@ float dot_q6_k(int64_t n, const std::byte* w, const void* a) {
 template <int T, bool kVnni>
 void q6_k_tile(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts, float* y,
                int64_t ldy) {
-    static_assert(kQ4kTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
+    static_assert(kKQuantTileTokens == 4 && T >= 1 && T <= 4, "up to four token accumulators");
     alignas(32) int32_t scale_pairs[16];
     for (int64_t r = 0; r < rows; ++r) {
         auto* p = reinterpret_cast<const uint8_t*>(w) + r * row_bytes;
-        __m256 facc[kQ4kTileTokens];
+        __m256 facc[kKQuantTileTokens];
         for (__m256& v : facc) v = _mm256_setzero_ps();
         for (int64_t b = 0; b < blocks; ++b, p += blocks::kQ6_KBytes) {
             const __m256i scales16 = k6_scales16(p);
