@@ -556,10 +556,11 @@ void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
             }
         }
     });
-    // f32, f16 and bf16 panels are packed by the level's own kernel; other types are dequantised
-    // row by row (pack_panel_scalar's path through convert_to_f32).
-    const bool float_weights = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16;
-    gemm_panels(w, packed_x, K * kGemmTokens, tokens, y, pool, float_weights ? table.pack_panel : pack_panel_scalar, table.gemm_tile,
+    // f32, f16, bf16, Q8_0 and Q4_0 panels are packed by the level's own kernel; other types are
+    // dequantised row by row (pack_panel_scalar's path through convert_to_f32).
+    const bool level_packs = w.dtype == DType::F32 || w.dtype == DType::F16 || w.dtype == DType::BF16 || w.dtype == DType::Q8_0 ||
+                             w.dtype == DType::Q4_0;
+    gemm_panels(w, packed_x, K * kGemmTokens, tokens, y, pool, level_packs ? table.pack_panel : pack_panel_scalar, table.gemm_tile,
                 table.gemm_tile_pair);
 }
 

@@ -74,7 +74,7 @@ struct MatmulTable {
     RowDot dot_q4_0;
     RowDot dot_q4_k;
     RowDot dot_q6_k;
-    // Packs a weight panel of f32, f16 or bf16 rows for gemm_tile: packed[k * kGemmRows + r] =
+    // Packs a weight panel of f32, f16, bf16, Q8_0 or Q4_0 rows for gemm_tile: packed[k * kGemmRows + r] =
     // rows[r][k] for k < kc (kc <= kGemmKc), zero for r >= valid_rows.
     void (*pack_panel)(DType type, const std::byte* const* rows, int valid_rows, int64_t kc, float* packed);
     // c[t * ldc + r] (+)= sum_k packed_x[k][t] * packed_w[k][r] for a kGemmTokens x kGemmRows

@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/x86/block32_kernels.h"
 #include "kernels/x86/k_quant_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
@@ -17,13 +18,6 @@ namespace oxinfer::kernels {
 namespace {
 
 using U8 = const uint8_t*;
-
-// Products of signed bytes, summed in pairs and then in fours into 8 int32 lanes. maddubs needs
-// an unsigned operand: |w| times a with w's sign moved onto it.
-inline __m256i dot_i8(__m256i w, __m256i a) {
-    const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-    return _mm256_madd_epi16(products, _mm256_set1_epi16(1));
-}
 
 // max |x| of 8 floats, reduced to one.
 inline float abs_max(__m256 v) {
@@ -170,49 +164,28 @@ float dot_bf16_even_odd_avx2(int64_t n, const std::byte* w, const void* a) {
     return sum;
 }
 
-float dot_q8_0_avx2(int64_t n, const std::byte* w, const void* a) {
-    const auto* act = static_cast<const ActBlock32*>(a);
-    auto* p = reinterpret_cast<U8>(w);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
-        prefetch_blocks(p);
-        prefetch_blocks_page_ahead(p, blocks::kQ8_0Bytes);
-        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-        const __m256 d = _mm256_set1_ps(half(p) * act[b].d);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(wq, aq)), acc);
-    }
-    return hsum(acc);
-}
-
-float dot_q4_0_avx2(int64_t n, const std::byte* w, const void* a) {
-    const auto* act = static_cast<const ActBlock32*>(a);
-    auto* p = reinterpret_cast<U8>(w);
-    const __m256i low4 = _mm256_set1_epi8(0xF);
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block, from the activations' qsum
-    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
-        prefetch_blocks(p);
-        prefetch_blocks_page_ahead(p, blocks::kQ4_0Bytes);
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-        // low nibbles are elements 0..15, high nibbles 16..31; as codes 0..15 they are the
-        // unsigned operand maddubs wants, with no sign juggling.
-        const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
-        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(codes, aq), ones);
-        const float d = half(p) * act[b].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums), acc);
-        offset += d * static_cast<float>(8 * act[b].qsum);
-    }
-    return hsum(acc) - offset;
-}
-
-// Eight consecutive values of a f32, f16 or bf16 row as floats.
+// Eight consecutive values of a row as floats, from k (a multiple of 8): f32, f16 and bf16 rows,
+// and Q8_0 and Q4_0 rows dequantised as convert_to_f32 does (d times the code, one rounding).
 inline __m256 load8_float(DType type, const std::byte* row, int64_t k) {
     auto* p = reinterpret_cast<U8>(row);
-    if (type == DType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + k);
-    return type == DType::BF16 ? load8_half<true>(p + 2 * k) : load8_half<false>(p + 2 * k);
+    switch (type) {
+        case DType::F32: return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + k);
+        case DType::BF16: return load8_half<true>(p + 2 * k);
+        case DType::Q8_0: {
+            const U8 block = p + (k / 32) * blocks::kQ8_0Bytes;
+            const __m256i codes = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + k % 32)));
+            return _mm256_mul_ps(_mm256_set1_ps(half(block)), _mm256_cvtepi32_ps(codes));
+        }
+        case DType::Q4_0: {
+            // Values 0..15 of a block are the low nibbles of its 16 code bytes, 16..31 the high ones.
+            const U8 block = p + (k / 32) * blocks::kQ4_0Bytes;
+            const int64_t in_block = k % 32;
+            const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + in_block % 16)));
+            const __m256i nibbles = _mm256_and_si256(in_block < 16 ? bytes : _mm256_srli_epi32(bytes, 4), _mm256_set1_epi32(0xF));
+            return _mm256_mul_ps(_mm256_set1_ps(half(block)), _mm256_cvtepi32_ps(_mm256_sub_epi32(nibbles, _mm256_set1_epi32(8))));
+        }
+        default: return load8_half<false>(p + 2 * k);
+    }
 }
 
 inline float load1_float(DType type, const std::byte* row, int64_t k) {
@@ -262,6 +235,7 @@ void pack_panel_avx2(DType type, const std::byte* const* rows, int valid_rows, i
             for (int j = 0; j < 8; ++j) _mm256_storeu_ps(packed + (k + j) * kGemmRows + 8 * half_index, v[j]);
         }
     }
+    // Only float rows can end between multiples of 8: kc is a multiple of the 32-value blocks.
     for (; k < kc; ++k)
         for (int r = 0; r < kGemmRows; ++r) packed[k * kGemmRows + r] = r < valid_rows ? load1_float(type, rows[r], k) : 0.0f;
 }
@@ -333,8 +307,8 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_f16 = over_rows<dot_f16_avx2>;
     table.dot_bf16 = over_rows<dot_bf16_even_odd_avx2>;
     table.bf16_even_odd = true;
-    table.dot_q8_0 = over_rows<dot_q8_0_avx2>;
-    table.dot_q4_0 = over_rows<dot_q4_0_avx2>;
+    table.dot_q8_0 = over_rows<dot_q8_0<false>>;
+    table.dot_q4_0 = over_rows<dot_q4_0<false>>;
     table.dot_q4_k = over_rows<dot_q4_k<false>>;
     table.gemm_q4_k_tile = gemm_q4_k_tile<false>;
     table.gemm_q6_k_tile = gemm_q6_k_tile<false>;

@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/x86/block32_kernels.h"
 #include "kernels/x86/k_quant_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
@@ -24,42 +25,6 @@ namespace oxinfer::kernels {
 namespace {
 
 using U8 = const uint8_t*;
-
-float dot_q8_0_vnni(int64_t n, const std::byte* w, const void* a) {
-    const auto* act = static_cast<const ActBlock32*>(a);
-    auto* p = reinterpret_cast<U8>(w);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ8_0Bytes) {
-        prefetch_blocks(p);
-        prefetch_blocks_page_ahead(p, blocks::kQ8_0Bytes);
-        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-        // vpdpbusd multiplies unsigned by signed bytes: |w| times a with w's sign moved onto it.
-        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wq), _mm256_sign_epi8(aq, wq));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(half(p) * act[b].d), _mm256_cvtepi32_ps(sums), acc);
-    }
-    return hsum(acc);
-}
-
-float dot_q4_0_vnni(int64_t n, const std::byte* w, const void* a) {
-    const auto* act = static_cast<const ActBlock32*>(a);
-    auto* p = reinterpret_cast<U8>(w);
-    const __m256i low4 = _mm256_set1_epi8(0xF);
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0;  // codes are stored +8: subtract 8 * d * sum(a) per block
-    for (int64_t b = 0; b < n / 32; ++b, p += blocks::kQ4_0Bytes) {
-        prefetch_blocks(p);
-        prefetch_blocks_page_ahead(p, blocks::kQ4_0Bytes);
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-        const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);  // 0..15, unsigned
-        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), codes, aq);
-        const float d = half(p) * act[b].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums), acc);
-        offset += d * static_cast<float>(8 * act[b].qsum);
-    }
-    return hsum(acc) - offset;
-}
 
 // Gathers pair p (bf16 values 2p, 2p+1 as one 32-bit word) of every row with one masked gather
 // from the first row's address plus each row's byte offset.
@@ -120,8 +85,8 @@ double peak_bf16_probe_avx512(int64_t iterations, float* sink) {
 }  // namespace
 
 void fill_matmul_avx512bf16(MatmulTable& table) {
-    table.dot_q8_0 = over_rows<dot_q8_0_vnni>;
-    table.dot_q4_0 = over_rows<dot_q4_0_vnni>;
+    table.dot_q8_0 = over_rows<dot_q8_0<true>>;
+    table.dot_q4_0 = over_rows<dot_q4_0<true>>;
     table.dot_q4_k = over_rows<dot_q4_k<true>>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<true>;
     table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
