@@ -363,10 +363,13 @@ private slots:
             QCOMPARE(pool.size(), threads);
             for (int repeat = 0; repeat < 1000; ++repeat) {
                 std::vector<std::atomic<int>> hits(257);
+                std::atomic<bool> misaligned{false};
                 pool.parallel_for(257, 16, [&](int64_t begin, int64_t end) {
+                    if (begin % 16 != 0 || (end % 16 != 0 && end != 257) || begin >= end) misaligned = true;
                     for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
                 });
                 for (auto& hit : hits) QCOMPARE(hit.load(), 1);
+                QVERIFY(!misaligned);
             }
         }
         QVERIFY(ThreadPool().size() >= 1);

@@ -35,21 +35,32 @@ public:
         dispatch([](void* self, int index, int count) { (*static_cast<decltype(context)>(self))(index, count); }, context);
     }
 
-    // Splits [0, n) into one contiguous range per thread and calls body(begin, end) for each
-    // non-empty range. Ranges are multiples of `granule` (except the last), e.g. a SIMD width or
-    // a cache line of output rows.
+    // Calls body(begin, end) on contiguous, non-empty ranges that together cover [0, n) once,
+    // spread over the threads. Ranges begin at multiples of `granule` (e.g. a SIMD width or a
+    // cache line of output rows). The ranges are kChunksPerThread per thread, taken in turn from a
+    // shared counter: a thread that another process slows down takes fewer of them, where equal
+    // shares would leave the others waiting for it at the end of every parallel section.
     template <class Body>
     void parallel_for(int64_t n, int64_t granule, Body&& body) {
         if (n <= 0) return;
+        if (size_ == 1) {
+            body(0, n);
+            return;
+        }
         const int64_t units = (n + granule - 1) / granule;
-        run([&](int index, int count) {
-            const int64_t begin = units * index / count * granule;
-            const int64_t end = std::min(n, units * (index + 1) / count * granule);
-            if (begin < end) body(begin, end);
+        const int64_t chunks = std::min<int64_t>(units, int64_t{kChunksPerThread} * size_);
+        std::atomic<int64_t> next{0};
+        run([&](int, int) {
+            for (int64_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+                const int64_t begin = units * chunk / chunks * granule;
+                const int64_t end = std::min(n, units * (chunk + 1) / chunks * granule);
+                if (begin < end) body(begin, end);
+            }
         });
     }
 
 private:
+    static constexpr int kChunksPerThread = 4;
     using Trampoline = void (*)(void*, int, int);
     void dispatch(Trampoline trampoline, void* context);
     void worker_loop(int index);
