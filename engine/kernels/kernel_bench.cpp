@@ -16,15 +16,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+template <class Body>
+double seconds_of(Body&& body) {
+    const auto start = Clock::now();
+    body();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // Runs `body` repeatedly for about `seconds` (at least twice) and returns the fastest run.
 template <class Body>
 double best_seconds(double seconds, Body&& body) {
     double best = 1e30;
     const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+    for (int run = 0; run < 2 || Clock::now() < deadline; ++run) best = std::min(best, seconds_of(body));
+    return best;
+}
+
+struct BestPair {
+    double reference, measured;  // seconds
+};
+// Runs `reference` and `measured` in turn for about 2 x `seconds` (each at least twice) and
+// returns the fastest run of each.
+template <class Reference, class Measured>
+BestPair best_seconds_in_turn(double seconds, Reference&& reference, Measured&& measured) {
+    BestPair best{1e30, 1e30};
+    const auto deadline = Clock::now() + std::chrono::duration<double>(2 * seconds);
     for (int run = 0; run < 2 || Clock::now() < deadline; ++run) {
-        const auto start = Clock::now();
-        body();
-        best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+        best.reference = std::min(best.reference, seconds_of(reference));
+        best.measured = std::min(best.measured, seconds_of(measured));
     }
     return best;
 }
@@ -70,6 +89,22 @@ std::vector<std::byte> make_weights(DType type, int64_t elements, uint32_t seed)
     return bytes;
 }
 
+// One run of a peak-rate probe on every thread, and the operations it does (the probes count
+// them in proportion to their iterations).
+struct PeakRun {
+    double (*probe)(int64_t, float*);
+    ThreadPool& pool;
+    static constexpr int64_t kIterations = 20'000'000;
+    void operator()() const {
+        std::vector<float> sinks(static_cast<size_t>(pool.size()));
+        pool.run([&](int index, int) { probe(kIterations, &sinks[static_cast<size_t>(index)]); });
+    }
+    double flops() const {
+        float sink;
+        return probe(1, &sink) * static_cast<double>(kIterations) * pool.size();
+    }
+};
+
 }  // namespace
 
 KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
@@ -83,27 +118,18 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
         if (options.progress) options.progress(line);
     };
 
-    {
-        ReadBandwidthProbe probe(options.threads);
-        report.bandwidth_gbs = probe.measure(options.seconds_per_test);
-        say("memory read bandwidth: " + std::to_string(report.bandwidth_gbs) + " GB/s");
-    }
-    // Peak arithmetic rate of a probe with every thread running it.
-    auto peak = [&](double (*probe)(int64_t, float*)) {
-        const int64_t iterations = 20'000'000;
-        std::vector<float> sinks(static_cast<size_t>(pool.size()));
-        std::vector<double> flops(static_cast<size_t>(pool.size()));
-        const double seconds = best_seconds(options.seconds_per_test, [&] {
-            pool.run([&](int index, int) { flops[static_cast<size_t>(index)] = probe(iterations, &sinks[static_cast<size_t>(index)]); });
-        });
-        double total = 0;
-        for (double f : flops) total += f;
-        return total / seconds / 1e9;
-    };
-    report.peak_gflops = peak(table.peak_flops_probe);
+    ReadBandwidthProbe probe(options.threads);
+    report.bandwidth_gbs = probe.measure(options.seconds_per_test);
+    say("memory read bandwidth: " + std::to_string(report.bandwidth_gbs) + " GB/s");
+    const PeakRun fma_peak{table.peak_flops_probe, pool};
+    report.peak_gflops = fma_peak.flops() / best_seconds(options.seconds_per_test, fma_peak) / 1e9;
     say("peak arithmetic: " + std::to_string(report.peak_gflops) + " GFLOP/s");
-    const double bf16_peak = table.peak_bf16_probe ? peak(table.peak_bf16_probe) : report.peak_gflops;
-    if (table.peak_bf16_probe) say("peak bf16 dot products: " + std::to_string(bf16_peak) + " GFLOP/s");
+    const PeakRun bf16_peak{table.peak_bf16_probe, pool};
+    // A kernel's rate in turn with its reference's: {kernel's work / second, reference's}.
+    const auto rates_in_turn = [&](auto&& reference, double reference_work, auto&& kernel, double kernel_work) {
+        const BestPair best = best_seconds_in_turn(options.seconds_per_test, reference, kernel);
+        return std::pair{kernel_work / best.measured, reference_work / best.reference};
+    };
 
     std::vector<DType> types = options.types;
     if (types.empty()) types = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
@@ -116,23 +142,27 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
             const auto weights = make_weights(type, rows * cols, 1);
             const kernels::WeightMatrix w{type, rows, cols, weights.data(), row_bytes};
             std::vector<float> x(cols, 0.5f), y(static_cast<size_t>(rows));
-            const double seconds = best_seconds(options.seconds_per_test, [&] { kernels::gemv(w, x.data(), 1, y.data(), pool); });
-            result.gemv_gbs = static_cast<double>(rows * row_bytes) / seconds / 1e9;
+            const auto [gemv, bandwidth] = rates_in_turn([&] { probe.read(); }, static_cast<double>(probe.bytes()),
+                                                         [&] { kernels::gemv(w, x.data(), 1, y.data(), pool); }, static_cast<double>(rows * row_bytes));
+            result.gemv_gbs = gemv / 1e9;
+            result.gemv_bandwidth_gbs = bandwidth / 1e9;
         }
         {
             const int64_t size = options.gemm_size, tokens = options.gemm_tokens;
             const auto weights = make_weights(type, size * size, 2);
             const kernels::WeightMatrix w{type, size, size, weights.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(size)))};
             std::vector<float> x(static_cast<size_t>(tokens * size), 0.25f), y(static_cast<size_t>(tokens * size));
-            const double seconds = best_seconds(options.seconds_per_test, [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); });
-            result.gemm_gflops = 2.0 * static_cast<double>(tokens * size * size) / seconds / 1e9;
-            result.gemm_peak_gflops = report.peak_gflops;
-            if (type == DType::BF16 && table.gemm_tile_bf16) {
+            const double flops = 2.0 * static_cast<double>(tokens * size * size);
+            const auto [gemm, peak] = rates_in_turn(fma_peak, fma_peak.flops(), [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); }, flops);
+            result.gemm_gflops = gemm / 1e9;
+            result.gemm_peak_gflops = peak / 1e9;
+            if (type == DType::BF16 && table.gemm_tile_bf16 && table.peak_bf16_probe) {
                 kernels::WeightMatrix rounded = w;
                 rounded.bf16_activations = true;
-                const double rounded_seconds = best_seconds(options.seconds_per_test, [&] { kernels::gemm(rounded, x.data(), tokens, y.data(), pool); });
-                result.gemm_bf16_activations_gflops = 2.0 * static_cast<double>(tokens * size * size) / rounded_seconds / 1e9;
-                result.bf16_dot_peak_gflops = bf16_peak;
+                const auto [rounded_gemm, bf16_dot_peak] =
+                    rates_in_turn(bf16_peak, bf16_peak.flops(), [&] { kernels::gemm(rounded, x.data(), tokens, y.data(), pool); }, flops);
+                result.gemm_bf16_activations_gflops = rounded_gemm / 1e9;
+                result.bf16_dot_peak_gflops = bf16_dot_peak / 1e9;
             }
         }
         char line[200];
@@ -158,16 +188,19 @@ struct ReadBandwidthProbe::State {
 ReadBandwidthProbe::ReadBandwidthProbe(int threads) : state_(std::make_unique<State>(threads)) {}
 ReadBandwidthProbe::~ReadBandwidthProbe() = default;
 
-double ReadBandwidthProbe::measure(double seconds) {
+void ReadBandwidthProbe::read() {
     const kernels::MatmulTable& table = kernels::matmul_table(active_isa());
     State& s = *state_;
-    const double best = best_seconds(seconds, [&] {
-        s.pool.run([&](int index, int threads) {
-            const int64_t begin = State::kCount * index / threads, end = State::kCount * (index + 1) / threads;
-            s.sums[static_cast<size_t>(index)] = table.read_sum(s.buffer.data() + begin, end - begin);
-        });
+    s.pool.run([&](int index, int threads) {
+        const int64_t begin = State::kCount * index / threads, end = State::kCount * (index + 1) / threads;
+        s.sums[static_cast<size_t>(index)] = table.read_sum(s.buffer.data() + begin, end - begin);
     });
-    return static_cast<double>(State::kCount) * 4 / best / 1e9;
+}
+
+int64_t ReadBandwidthProbe::bytes() const { return State::kCount * static_cast<int64_t>(sizeof(float)); }
+
+double ReadBandwidthProbe::measure(double seconds) {
+    return static_cast<double>(bytes()) / best_seconds(seconds, [&] { read(); }) / 1e9;
 }
 
 }  // namespace oxinfer

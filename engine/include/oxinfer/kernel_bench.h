@@ -2,7 +2,9 @@
 // Kernel benchmarks for `oxinfer bench --kernels`: the machine's measured memory read bandwidth
 // and FMA peak, then for each weight type the GEMV rate (weight bytes streamed per second, to
 // compare with the bandwidth) and the GEMM rate (GFLOP/s, to compare with the peak), all on
-// matrices far larger than the caches.
+// matrices far larger than the caches. Each kernel runs in turn with the measurement it is
+// compared with (GEMV with the read bandwidth, GEMM with its instruction's peak), so that both
+// see the same moments of a machine whose speed drifts (other virtual machines sharing its cores).
 
 #include <oxinfer/dtype.h>
 
@@ -25,19 +27,20 @@ struct KernelBenchOptions {
 
 struct KernelBenchResult {
     DType type;
-    double gemv_gbs = 0;     // weight bytes / second
-    double gemm_gflops = 0;  // 2 * tokens * rows * cols / second
-    double gemm_peak_gflops = 0;  // the peak of the instruction this type's GEMM uses (FMA)
+    double gemv_gbs = 0;            // weight bytes / second
+    double gemv_bandwidth_gbs = 0;  // the read bandwidth, measured in turn with the GEMV
+    double gemm_gflops = 0;         // 2 * tokens * rows * cols / second
+    double gemm_peak_gflops = 0;    // the peak of the instruction this type's GEMM uses (FMA), in turn with it
     // bf16 on CPUs with vdpbf16ps: the GEMM on bf16-rounded activations (LoadOptions::bf16_activations)
-    // and that instruction's peak; 0 elsewhere.
+    // and that instruction's peak, in turn with it; 0 elsewhere.
     double gemm_bf16_activations_gflops = 0, bf16_dot_peak_gflops = 0;
 };
 
 struct KernelBenchReport {
     int threads = 0;
     std::string isa;           // the instruction-set level in use
-    double bandwidth_gbs = 0;  // memory read bandwidth with all threads
-    double peak_gflops = 0;    // FMA peak with all threads at that level
+    double bandwidth_gbs = 0;  // memory read bandwidth with all threads, measured first
+    double peak_gflops = 0;    // FMA peak with all threads at that level, measured first
     std::vector<KernelBenchResult> kernels;
 };
 
@@ -54,6 +57,10 @@ public:
     ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
     // GB/s: the fastest read of the buffer within about `seconds` (at least two reads).
     double measure(double seconds);
+    // One read of the whole buffer by every thread, and its size: for callers that time reads in
+    // turn with something else.
+    void read();
+    int64_t bytes() const;
 
 private:
     struct State;
