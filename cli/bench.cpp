@@ -82,7 +82,7 @@ int run_bench(const std::vector<std::string>& argv) {
     }
     std::printf("\n%s\n%d threads, %s kernels: bandwidth %.1f GB/s, peak %.1f GFLOP/s\n\n", platform().summary().c_str(), report.threads,
                 report.isa.c_str(), report.bandwidth_gbs, report.peak_gflops);
-    std::printf("Each kernel ran in turn with the bandwidth or peak it is compared with.\n\n");
+    std::printf("Each kernel ran in turn with the bandwidth or peak it is compared with; each row is the pair with the median share.\n\n");
     std::printf("| type | GEMV GB/s | bandwidth | of bandwidth | GEMM GFLOP/s | peak | of peak |\n|---|---|---|---|---|---|---|\n");
     for (const KernelBenchResult& k : report.kernels)
         std::printf("| %s | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% |\n", dtype_name(k.type).data(), k.gemv_gbs, k.gemv_bandwidth_gbs,

@@ -32,20 +32,25 @@ double best_seconds(double seconds, Body&& body) {
     return best;
 }
 
-struct BestPair {
-    double reference, measured;  // seconds
+struct RatePair {
+    double measured, reference;  // work per second
 };
-// Runs `reference` and `measured` in turn for about 2 x `seconds` (each at least twice) and
-// returns the fastest run of each.
+// Runs `reference` and `measured` in turn for about 2 x `seconds` (at least 3 pairs) and returns
+// the pair whose ratio measured / reference is the median: both rates come from the same
+// fraction of a second, on a machine whose speed drifts within seconds (other virtual machines
+// on its cores), where the fastest run of each, taken apart, compares different moments.
 template <class Reference, class Measured>
-BestPair best_seconds_in_turn(double seconds, Reference&& reference, Measured&& measured) {
-    BestPair best{1e30, 1e30};
+RatePair median_pair_in_turn(double seconds, Reference&& reference, double reference_work, Measured&& measured, double measured_work) {
+    std::vector<RatePair> pairs;
     const auto deadline = Clock::now() + std::chrono::duration<double>(2 * seconds);
-    for (int run = 0; run < 2 || Clock::now() < deadline; ++run) {
-        best.reference = std::min(best.reference, seconds_of(reference));
-        best.measured = std::min(best.measured, seconds_of(measured));
+    while (pairs.size() < 3 || Clock::now() < deadline) {
+        const double reference_rate = reference_work / seconds_of(reference);
+        pairs.push_back({measured_work / seconds_of(measured), reference_rate});
     }
-    return best;
+    const auto middle = pairs.begin() + static_cast<std::ptrdiff_t>(pairs.size() / 2);
+    std::nth_element(pairs.begin(), middle, pairs.end(),
+                     [](const RatePair& a, const RatePair& b) { return a.measured / a.reference < b.measured / b.reference; });
+    return *middle;
 }
 
 // Byte offsets of the half-float scales in each block, set to a normal value so that no
@@ -125,12 +130,6 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
     report.peak_gflops = fma_peak.flops() / best_seconds(options.seconds_per_test, fma_peak) / 1e9;
     say("peak arithmetic: " + std::to_string(report.peak_gflops) + " GFLOP/s");
     const PeakRun bf16_peak{table.peak_bf16_probe, pool};
-    // A kernel's rate in turn with its reference's: {kernel's work / second, reference's}.
-    const auto rates_in_turn = [&](auto&& reference, double reference_work, auto&& kernel, double kernel_work) {
-        const BestPair best = best_seconds_in_turn(options.seconds_per_test, reference, kernel);
-        return std::pair{kernel_work / best.measured, reference_work / best.reference};
-    };
-
     std::vector<DType> types = options.types;
     if (types.empty()) types = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
     const int64_t cols = 4096;
@@ -142,8 +141,9 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
             const auto weights = make_weights(type, rows * cols, 1);
             const kernels::WeightMatrix w{type, rows, cols, weights.data(), row_bytes};
             std::vector<float> x(cols, 0.5f), y(static_cast<size_t>(rows));
-            const auto [gemv, bandwidth] = rates_in_turn([&] { probe.read(); }, static_cast<double>(probe.bytes()),
-                                                         [&] { kernels::gemv(w, x.data(), 1, y.data(), pool); }, static_cast<double>(rows * row_bytes));
+            const auto [gemv, bandwidth] =
+                median_pair_in_turn(options.seconds_per_test, [&] { probe.read(); }, static_cast<double>(probe.bytes()),
+                                    [&] { kernels::gemv(w, x.data(), 1, y.data(), pool); }, static_cast<double>(rows * row_bytes));
             result.gemv_gbs = gemv / 1e9;
             result.gemv_bandwidth_gbs = bandwidth / 1e9;
         }
@@ -153,14 +153,16 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
             const kernels::WeightMatrix w{type, size, size, weights.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(size)))};
             std::vector<float> x(static_cast<size_t>(tokens * size), 0.25f), y(static_cast<size_t>(tokens * size));
             const double flops = 2.0 * static_cast<double>(tokens * size * size);
-            const auto [gemm, peak] = rates_in_turn(fma_peak, fma_peak.flops(), [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); }, flops);
+            const auto [gemm, peak] = median_pair_in_turn(options.seconds_per_test, fma_peak, fma_peak.flops(),
+                                                          [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); }, flops);
             result.gemm_gflops = gemm / 1e9;
             result.gemm_peak_gflops = peak / 1e9;
             if (type == DType::BF16 && table.gemm_tile_bf16 && table.peak_bf16_probe) {
                 kernels::WeightMatrix rounded = w;
                 rounded.bf16_activations = true;
                 const auto [rounded_gemm, bf16_dot_peak] =
-                    rates_in_turn(bf16_peak, bf16_peak.flops(), [&] { kernels::gemm(rounded, x.data(), tokens, y.data(), pool); }, flops);
+                    median_pair_in_turn(options.seconds_per_test, bf16_peak, bf16_peak.flops(),
+                                        [&] { kernels::gemm(rounded, x.data(), tokens, y.data(), pool); }, flops);
                 result.gemm_bf16_activations_gflops = rounded_gemm / 1e9;
                 result.bf16_dot_peak_gflops = bf16_dot_peak / 1e9;
             }

@@ -3,8 +3,9 @@
 // and FMA peak, then for each weight type the GEMV rate (weight bytes streamed per second, to
 // compare with the bandwidth) and the GEMM rate (GFLOP/s, to compare with the peak), all on
 // matrices far larger than the caches. Each kernel runs in turn with the measurement it is
-// compared with (GEMV with the read bandwidth, GEMM with its instruction's peak), so that both
-// see the same moments of a machine whose speed drifts (other virtual machines sharing its cores).
+// compared with (GEMV with the read bandwidth, GEMM with its instruction's peak), and of those
+// pairs the one with the median ratio is kept: both of its rates come from the same fraction of a
+// second, on machines whose speed drifts within seconds (other virtual machines on their cores).
 
 #include <oxinfer/dtype.h>
 
@@ -21,12 +22,13 @@ struct KernelBenchOptions {
     int64_t gemv_bytes = int64_t{512} << 20;  // weight bytes per GEMV matrix
     int64_t gemm_tokens = 512;
     int64_t gemm_size = 4096;        // GEMM weight matrix is gemm_size x gemm_size
-    double seconds_per_test = 1.0;   // repeat each measurement for about this long, keep the best
+    double seconds_per_test = 1.0;   // repeat each measurement for about this long (twice that for a pair in turn)
     std::function<void(const std::string&)> progress;  // a line per finished measurement
 };
 
 struct KernelBenchResult {
     DType type;
+    // Rates of the pair with the median ratio (see above).
     double gemv_gbs = 0;            // weight bytes / second
     double gemv_bandwidth_gbs = 0;  // the read bandwidth, measured in turn with the GEMV
     double gemm_gflops = 0;         // 2 * tokens * rows * cols / second
@@ -39,8 +41,8 @@ struct KernelBenchResult {
 struct KernelBenchReport {
     int threads = 0;
     std::string isa;           // the instruction-set level in use
-    double bandwidth_gbs = 0;  // memory read bandwidth with all threads, measured first
-    double peak_gflops = 0;    // FMA peak with all threads at that level, measured first
+    double bandwidth_gbs = 0;  // memory read bandwidth with all threads, measured first (the best run)
+    double peak_gflops = 0;    // FMA peak with all threads at that level, measured first (the best run)
     std::vector<KernelBenchResult> kernels;
 };
 
