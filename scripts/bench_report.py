@@ -387,7 +387,8 @@ def build(args):
     w("")
     w(f"`oxinfer bench --kernels`, {kernels['threads']} threads, before and after the models "
       "(each run's figures, separated by /; the shares, the better run's, are of the bandwidth "
-      "or peak measured in turn with each kernel): "
+      "or peak measured in turn with each kernel, or of the better run's bandwidth and peak for "
+      "older binaries): "
       f"read bandwidth {bw_runs} GB/s, FMA peak {peak_runs} GFLOP/s.")
     w("")
     if kernels["kernels"]:
@@ -400,9 +401,11 @@ def build(args):
             gemv = [x["gemv_gbs"] for x in same]
             gemm = [x["gemm_gflops"] for x in same]
             # Each kernel's share of the bandwidth and peak measured in turn with it, where the
-            # JSON has them; otherwise of the runs' better figures.
-            gemv_share = max(x.get("gemv_fraction_of_bandwidth", x["gemv_gbs"] / bandwidth) for x in same)
-            gemm_share = max(x.get("gemm_fraction_of_peak", x["gemm_gflops"] / peak) for x in same)
+            # JSON has them (gemv_bandwidth_gbs marks it); otherwise of the runs' better figures.
+            gemv_share = max(x["gemv_gbs"] / x["gemv_bandwidth_gbs"] if "gemv_bandwidth_gbs" in x
+                             else x["gemv_gbs"] / bandwidth for x in same)
+            gemm_share = max(x["gemm_gflops"] / x["gemm_peak_gflops"] if "gemv_bandwidth_gbs" in x
+                             else x["gemm_gflops"] / peak for x in same)
             w(f"| {k.get('type', '?')} | {' / '.join(f'{v:.1f}' for v in gemv)} | "
               f"{fmt_pct(gemv_share)} | {' / '.join(f'{v:.1f}' for v in gemm)} | "
               f"{fmt_pct(gemm_share)} | {k.get('isa', '')} |")

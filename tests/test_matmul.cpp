@@ -128,7 +128,7 @@ private slots:
             const int64_t block = dtype_traits(type).block_elements;
             // awkward shapes: one row, rows that are not a multiple of the 16-row tile or the
             // 16-row thread granule, widths that cross the 256-value cache block.
-            const std::vector<int64_t> widths = block == 1 ? std::vector<int64_t>{1, 7, 33, 300} : block == 32 ? std::vector<int64_t>{32, 96, 288} : std::vector<int64_t>{256, 768};
+            const std::vector<int64_t> widths = block == 1 ? std::vector<int64_t>{1, 7, 33, 300} : block == 32 ? std::vector<int64_t>{32, 64, 96, 288} : std::vector<int64_t>{256, 768};
             for (int rows : {1, 7, 33})
                 for (int64_t cols : widths)
                     QTest::addRow("%s %dx%d", dtype_name(type).data(), rows, static_cast<int>(cols)) << static_cast<int>(type) << rows << static_cast<int>(cols);

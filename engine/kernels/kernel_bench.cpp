@@ -179,7 +179,10 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
 
 struct ReadBandwidthProbe::State {
     explicit State(int threads) : pool(threads), buffer(static_cast<size_t>(kCount)), sums(static_cast<size_t>(pool.size())) {
-        pool.parallel_for(kCount, 1 << 16, [&](int64_t begin, int64_t end) { std::fill(buffer.data() + begin, buffer.data() + end, 1.0f); });
+        // Each thread writes the part it reads (read()), so that its pages are near it.
+        pool.run([&](int index, int threads) {
+            std::fill(buffer.data() + kCount * index / threads, buffer.data() + kCount * (index + 1) / threads, 1.0f);
+        });
     }
     static constexpr int64_t kCount = int64_t{1} << 28;  // floats: 1 GiB
     ThreadPool pool;

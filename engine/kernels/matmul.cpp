@@ -428,7 +428,9 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
     const auto block_bytes = static_cast<uint64_t>(dtype_traits(w.dtype).block_bytes);
     constexpr int64_t kPerK = std::is_same_v<Packed, uint32_t> ? 2 : 1;  // k values per packed step
     constexpr int64_t kPanelValues = kGemmKc / kPerK * kGemmRows;
-    pool.parallel_for(panels, 1, [&](int64_t panel_begin, int64_t panel_end) {
+    // Ranges of whole blocks of kPanelsPerBlock panels, so that each block's panels share their
+    // pass over the packed activations.
+    pool.parallel_for(panels, kPanelsPerBlock, [&](int64_t panel_begin, int64_t panel_end) {
         std::vector<Packed> packed_w(static_cast<size_t>(2 * kPanelValues));
         float tile[kGemmTokens * kGemmRows];
         const std::byte* rows[kGemmRows];

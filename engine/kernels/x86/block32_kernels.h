@@ -57,6 +57,7 @@ float dot_blocks32(int64_t n, const std::byte* w, const void* a) {
     int64_t b = 0;
     for (; b + 2 <= count; b += 2) {
         prefetch_blocks(p + b * kBlockBytes);
+        if constexpr (2 * kBlockBytes > 64) prefetch_blocks(p + b * kBlockBytes + 64);  // every cache line of the pair
         prefetch_blocks_page_ahead(p + b * kBlockBytes, 2 * kBlockBytes);
         add_block(b, even);
         add_block(b + 1, odd);
