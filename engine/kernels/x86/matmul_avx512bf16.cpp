@@ -19,7 +19,6 @@
 
 #include "kernels/x86/block32_kernels.h"
 #include "kernels/x86/k_quant_kernels.h"
-#include "kernels/x86/weight_prefetch.h"
 
 namespace oxinfer::kernels {
 namespace {
