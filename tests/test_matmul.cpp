@@ -6,6 +6,7 @@
 
 #include "checkpoint_writers.h"
 #include "kernel_levels.h"
+#include "kernels/interleave.h"
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_table.h"
@@ -313,6 +314,68 @@ private slots:
                     }
             }
         }
+    }
+
+    // Interleaved Q4_K and Q8_0 (kernels/interleave.h) on every level with kernels for them: the
+    // layout gives every row back byte for byte; GEMV and GEMM match the double-precision
+    // reference within the int8-activation bound, the same level's plain row dots within the float
+    // bound, and give each token its one-token bits. Row counts with and without a plain tail,
+    // token counts with a last partial group of the 4-token tiles.
+    void interleavedWeights() {
+        int levels_with_kernels = 0;
+        for (DType type : {DType::Q4_K, DType::Q8_0}) {
+            const int64_t block = dtype_traits(type).block_elements;
+            for (int64_t rows : {5, 8, 16, 37, 45})
+                for (int64_t cols : {block, 3 * block}) {
+                    const TestMatrix m = make_matrix(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+                    std::vector<std::byte> bytes(m.bytes.size());
+                    ThreadPool setup(2);
+                    const WeightMatrix w = interleave_rows(m.w, bytes.data(), setup);
+                    QVERIFY(w.interleaved);
+                    QCOMPARE(std::memcmp(bytes.data(), m.bytes.data(), bytes.size()) != 0, rows >= kInterleavedRows);  // fewer: all plain
+                    std::vector<std::byte> row(static_cast<size_t>(m.w.row_bytes));
+                    for (int64_t r = 0; r < rows; ++r) {
+                        copy_plain_row(w, r, row.data());
+                        QVERIFY2(std::memcmp(row.data(), m.bytes.data() + r * m.w.row_bytes, row.size()) == 0,
+                                 qPrintable(QStringLiteral("%1 %2x%3 row %4").arg(dtype_name(type).data()).arg(rows).arg(cols).arg(r)));
+                    }
+                    for (int tokens : {1, 2, 4, 5, 15}) {
+                        const auto x = test::random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 3));
+                        for (const KernelLevel& level : kernel_levels()) {
+                            if (!interleaved_tile(*level.matmul, type)) continue;
+                            levels_with_kernels += 1;
+                            for (int threads : {1, 2}) {
+                                ThreadPool pool(threads);
+                                const size_t n = static_cast<size_t>(tokens * rows);
+                                std::vector<float> gemv_out(n), gemm_out(n), plain(n), alone(static_cast<size_t>(rows));
+                                gemv_with(*level.matmul, w, x.data(), tokens, gemv_out.data(), pool);
+                                gemm_with(*level.matmul, w, x.data(), tokens, gemm_out.data(), pool);
+                                gemv_with(*level.matmul, m.w, x.data(), tokens, plain.data(), pool);
+                                for (int64_t t = 0; t < tokens; ++t) {
+                                    if (tokens <= kGemvMaxTokens) gemv_with(*level.matmul, w, x.data() + t * cols, 1, alone.data(), pool);
+                                    for (int64_t r = 0; r < rows; ++r) {
+                                        const size_t i = static_cast<size_t>(t * rows + r);
+                                        const Expected e = expected(m, x.data(), t, r, block == 32 ? 32 : 256);
+                                        const QString where = QStringLiteral("%1 %2 %3x%4, %5 threads, %6 tokens, token %7 row %8")
+                                                                  .arg(QString::fromStdString(level.name)).arg(dtype_name(type).data()).arg(rows).arg(cols)
+                                                                  .arg(threads).arg(tokens).arg(t).arg(r);
+                                        QVERIFY2(std::fabs(gemv_out[i] - e.value) <= e.quant_bound, qPrintable(QStringLiteral("gemv %1: %2 vs reference %3").arg(where).arg(gemv_out[i]).arg(e.value)));
+                                        QVERIFY2(std::fabs(gemm_out[i] - e.value) <= e.quant_bound, qPrintable(QStringLiteral("gemm %1: %2 vs reference %3").arg(where).arg(gemm_out[i]).arg(e.value)));
+                                        QVERIFY2(std::fabs(gemv_out[i] - plain[i]) <= e.float_bound,
+                                                 qPrintable(QStringLiteral("gemv %1: %2 vs plain rows %3").arg(where).arg(gemv_out[i]).arg(plain[i])));
+                                        if (tokens <= kGemvMaxTokens) QVERIFY2(same_bits(gemv_out[i], alone[static_cast<size_t>(r)]), qPrintable(where));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    // A level without kernels for the layout refuses it rather than misread it.
+                    ThreadPool pool(1);
+                    std::vector<float> x(static_cast<size_t>(cols)), y(static_cast<size_t>(rows));
+                    OXINFER_EXPECT_ERROR(gemv_with(matmul_table(Isa::Scalar), w, x.data(), 1, y.data(), pool), "interleaved");
+                }
+        }
+        if (levels_with_kernels == 0) QSKIP("no instruction-set level here has kernels for interleaved weights");
     }
 
     void activationQuantisationIsIdenticalOnEveryLevel() {

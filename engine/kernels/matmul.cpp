@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include "kernels/block_layouts.h"
+#include "kernels/interleave.h"
 #include "kernels/matmul_table.h"
 #include "kernels/thread_pool.h"
 
@@ -196,15 +197,21 @@ MatmulTable scalar_table() {
             over_rows<dot_bf16_scalar>, over_rows<dot_q8_0_scalar>, over_rows<dot_q4_0_scalar>, over_rows<dot_q4_k_scalar>,
             over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
-            nullptr,                  nullptr,                  false,                    nullptr,                  nullptr};
+            nullptr,                  nullptr,                  false,                    nullptr,                  nullptr,
+            nullptr,                  nullptr};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
 
-void check_supported(const WeightMatrix& w) {
+void check_supported(const MatmulTable& table, const WeightMatrix& w) {
     if (!can_convert_to_f32(w.dtype))
         throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " cannot be used: unsupported tensor type");
+    if (w.interleaved && !interleaved_tile(table, w.dtype))
+        throw Error("matmul", "interleaved " + std::string(dtype_name(w.dtype)) + " weights need a kernel this instruction-set level lacks");
 }
+
+// The interleaved part of w's rows: whole groups of kInterleavedRows (none for a plain matrix).
+int64_t interleaved_rows(const WeightMatrix& w) { return w.interleaved ? w.rows / kInterleavedRows * kInterleavedRows : 0; }
 
 // Activations of one call in each format the row dots of its weight types read.
 struct PackedActivations {
@@ -250,6 +257,14 @@ ActivationFormat activation_format(DType type) {
         case DType::Q8_0: case DType::Q4_0: return ActivationFormat::Q8Blocks32;
         case DType::Q4_K: case DType::Q6_K: return ActivationFormat::Q8Blocks256;
         default: return ActivationFormat::F32;
+    }
+}
+
+InterleavedTile interleaved_tile(const MatmulTable& table, DType type) {
+    switch (type) {
+        case DType::Q4_K: return table.interleaved_q4_k;
+        case DType::Q8_0: return table.interleaved_q8_0;
+        default: return nullptr;
     }
 }
 
@@ -338,7 +353,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
     int64_t units = 0;
     for (size_t i = 0; i < targets.size(); ++i) {
         const WeightMatrix& w = *targets[i].w;
-        check_supported(w);
+        check_supported(table, w);
         if (w.cols != cols) throw Error("matmul", "matrices sharing an input must have the same number of columns");
         const RowDot dot = row_dot(table, w.dtype);
         const ActivationFormat format = !dot                                           ? ActivationFormat::F32
@@ -368,8 +383,17 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         for (size_t i = 0; i < count; ++i) {
             const Part& part = parts[i];
             const WeightMatrix& w = *part.w;
-            const int64_t begin = std::max<int64_t>(0, (unit_begin - part.first_unit) * kRowGranule);
+            int64_t begin = std::max<int64_t>(0, (unit_begin - part.first_unit) * kRowGranule);
             const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
+            // Interleaved groups (begin is a multiple of the granule, and so of the group), then
+            // any plain rows after them through the paths below.
+            for (const int64_t group_end = std::min(end, interleaved_rows(w)); begin < group_end; begin += kInterleavedRows)
+                for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
+                    const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
+                    const void* rows_of[kKQuantTileTokens];
+                    for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
+                    interleaved_tile(table, w.dtype)(cols, w.data + begin * w.row_bytes, rows_of, n, part.y + t * w.rows + begin, w.rows);
+                }
             if (begin >= end) continue;
             if (part.dot && !(tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens)) {
                 // Several tokens take the rows a few at a time (about 16 KB), so that every token
@@ -509,10 +533,46 @@ void gemm_k_quant(KQuantTile tile, const MatmulTable& table, const WeightMatrix&
     });
 }
 
+// Prefill of interleaved weights: the GEMV's int8 activations and its kernels, each group's rows
+// (L1-resident) multiplied by every token, kKQuantTileTokens at a time; the plain rows after the
+// last group (fewer than kInterleavedRows) through the row dots.
+void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+    const bool blocks32 = activation_format(w.dtype) == ActivationFormat::Q8Blocks32;
+    const int64_t act_bytes = blocks32 ? static_cast<int64_t>(sizeof(ActBlock32)) * (w.cols / 32) : static_cast<int64_t>(sizeof(ActBlock256)) * (w.cols / 256);
+    std::vector<std::byte> act(static_cast<size_t>(tokens * act_bytes));
+    pool.parallel_for(tokens, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            void* out = act.data() + t * act_bytes;
+            if (blocks32) table.quantize_blocks32(x + t * w.cols, static_cast<ActBlock32*>(out), w.cols);
+            else table.quantize_blocks256(x + t * w.cols, static_cast<ActBlock256*>(out), w.cols);
+        }
+    });
+    const InterleavedTile tile = interleaved_tile(table, w.dtype);
+    const RowDot dot = row_dot(table, w.dtype);
+    const int64_t grouped = interleaved_rows(w);
+    pool.parallel_for(w.rows, 2 * kInterleavedRows, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < std::min(end, grouped); r += kInterleavedRows)
+            for (int64_t t0 = 0; t0 < tokens; t0 += kKQuantTileTokens) {
+                const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t0));
+                const void* acts[kKQuantTileTokens];
+                for (int i = 0; i < n; ++i) acts[i] = act.data() + (t0 + i) * act_bytes;
+                tile(w.cols, w.data + r * w.row_bytes, acts, n, y + t0 * w.rows + r, w.rows);
+            }
+        const int64_t plain_begin = std::max(begin, grouped);
+        if (plain_begin < end)
+            for (int64_t t = 0; t < tokens; ++t)
+                dot(w.cols, w.data + plain_begin * w.row_bytes, w.row_bytes, end - plain_begin, act.data() + t * act_bytes, y + t * w.rows + plain_begin);
+    });
+}
+
 }  // namespace
 
 void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
-    check_supported(w);
+    check_supported(table, w);
+    if (w.interleaved) {
+        gemm_interleaved(table, w, x, tokens, y, pool);
+        return;
+    }
     if (w.dtype == DType::Q4_K && !table.gemm_q4_k_tile) {  // the same arithmetic through the row dots
         gemv_with(table, w, x, tokens, y, pool);
         return;

@@ -60,6 +60,12 @@ constexpr int kGemmRows = 16;    // register tile: weight rows
 // gemm_tile_pair is 32 KB, measured only on a 48 KB L1D); a multiple of every block size.
 constexpr int kGemmKc = 256;
 
+// Interleaved weights (interleave.h): one group of 8 rows times `tokens` (1 to kKQuantTileTokens)
+// tokens' activations in the type's GEMV format: y[t * ldy + r] = the dot of group row r with
+// acts[t] (the row dot's products; float sums in another order). Each token's result is the same
+// whatever `tokens` is.
+using InterleavedTile = void (*)(int64_t cols, const std::byte* group, const void* const* acts, int tokens, float* y, int64_t ldy);
+
 using KQuantTile = void (*)(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
                            int valid_tokens, float* y, int64_t ldy);
 
@@ -112,6 +118,10 @@ struct MatmulTable {
     // the tile. nullptr where the level has none.
     void (*gemm_tile_pair)(int64_t k, const float* packed_x, const float* packed_w0, const float* packed_w1, float* c, int64_t ldc,
                            bool accumulate);
+    // Kernels for interleaved Q4_K and Q8_0 weights; nullptr where the level has none (its
+    // matrices then stay plain: models::WeightStore interleaves only what the active level reads).
+    InterleavedTile interleaved_q4_k;
+    InterleavedTile interleaved_q8_0;
 };
 constexpr int kKQuantTileTokens = 4;  // tokens per call of the K-quant tiles and of dot_q4_k_tokens
 
@@ -119,6 +129,7 @@ constexpr int kKQuantTileTokens = 4;  // tokens per call of the K-quant tiles an
 // oxinfer::Error for any other level, so that no SIMD code runs on a CPU without it.
 const MatmulTable& matmul_table(Isa isa);
 RowDot row_dot(const MatmulTable& table, DType type);  // nullptr when the type has none
+InterleavedTile interleaved_tile(const MatmulTable& table, DType type);  // nullptr when none
 
 // gemv() and gemm() with the entries of a given table (tests compare levels through them).
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "kernels/x86/block32_kernels.h"
+#include "kernels/x86/interleaved_kernels.h"
 #include "kernels/x86/k_quant_kernels.h"
 #include "kernels/x86/weight_prefetch.h"
 
@@ -314,6 +315,8 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.gemm_q4_k_tile = gemm_q4_k_tile<false>;
     table.gemm_q6_k_tile = gemm_q6_k_tile<false>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<false>;
+    table.interleaved_q4_k = interleaved_q4_k<false>;
+    table.interleaved_q8_0 = interleaved_q8_0<false>;
     table.dot_q6_k = over_rows<dot_q6_k<false>>;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;

@@ -1,5 +1,6 @@
 // AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
-// the Q4_K and Q6_K row dots and prefill tiles through vpdpwssd (k_quant_kernels.h),
+// the Q4_K and Q6_K row dots and prefill tiles through vpdpwssd (k_quant_kernels.h), the
+// interleaved Q4_K and Q8_0 kernels through vpdpbusd (interleaved_kernels.h),
 // and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs) for
 // matrices that allow bf16-rounded activations (WeightMatrix::bf16_activations).
 //
@@ -18,6 +19,7 @@
 #endif
 
 #include "kernels/x86/block32_kernels.h"
+#include "kernels/x86/interleaved_kernels.h"
 #include "kernels/x86/k_quant_kernels.h"
 
 namespace oxinfer::kernels {
@@ -91,6 +93,8 @@ void fill_matmul_avx512bf16(MatmulTable& table) {
     table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
     table.gemm_q6_k_tile = gemm_q6_k_tile<true>;
     table.dot_q6_k = over_rows<dot_q6_k<true>>;
+    table.interleaved_q4_k = interleaved_q4_k<true>;
+    table.interleaved_q8_0 = interleaved_q8_0<true>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
     table.peak_bf16_probe = peak_bf16_probe_avx512;

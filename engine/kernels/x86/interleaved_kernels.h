@@ -1,0 +1,176 @@
+#pragma once
+// Kernels for interleaved Q4_K and Q8_0 weights (kernels/interleave.h): a group's 8 rows in the 8
+// int32 lanes of a 256-bit vector, each 4 codes of a row multiplied by the same 4 activations
+// broadcast from memory. For two levels: AVX2 (kVnni false: maddubs, 16-bit sums) and AVX-512
+// VNNI (kVnni true: vpdpbusd). Internal linkage, as k_quant_kernels.h (which this builds on);
+// include after <immintrin.h> (or the tests' AVX-512 emulation header).
+
+#include "kernels/block_layouts.h"
+#include "kernels/interleave.h"
+#include "kernels/matmul_table.h"
+#include "kernels/x86/k_quant_kernels.h"
+#include "kernels/x86/weight_prefetch.h"
+
+namespace oxinfer::kernels {
+namespace {
+
+inline __m256i broadcast_4_bytes(const int8_t* p) {
+    int32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// Asks for a group block's cache lines block_prefetch.bytes_ahead ahead: a thread's groups are one
+// contiguous stream.
+template <int kBytes>
+inline void prefetch_group_block(const uint8_t* p) {
+    for (int line = 0; line < kBytes; line += 64) prefetch_blocks(p + line);
+}
+
+// Q4_K: per group block, the 8 rows' scales and mins unpacked at once; per sub-block of 32 values
+// the 8 rows' integer sums in the lanes of one vector, weighted by their scales in integers; the
+// block's d and dmin applied in float as dot_q4_k_scalar does.
+//  - VNNI: vpdpbusd on the low nibbles, and on the high nibbles left in place (16 times the code,
+//    at most 4 * 240 * 127 per instruction), whose sum is shifted back (exact: a multiple of 16).
+//  - AVX2: maddubs sums pairs of products into 16 bits; 8 of them per sub-block (at most
+//    8 * 2 * 15 * 127 = 30480) add up in 16 bits before madd weights them by the scale.
+template <int T, bool kVnni>
+void q4_k_interleaved_tokens(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy) {
+    constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low6 = _mm256_set1_epi8(63), bits45 = _mm256_set1_epi8(0x30);
+    __m256 acc[T];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
+    alignas(32) uint8_t scales[64];  // scales[8 j + r]: sub-block j's scale of row r
+    for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
+        prefetch_group_block<kGroupBlock>(p);
+        // Byte i of the 12 scale bytes of all 8 rows, 4 values of i per vector (see k4_scale_min).
+        const __m256i s03 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+        const __m256i s47 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
+        const __m256i s811 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scales), _mm256_and_si256(s03, low6));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scales + 32),
+                           _mm256_or_si256(_mm256_and_si256(s811, low4), _mm256_and_si256(_mm256_srli_epi16(s03, 2), bits45)));
+        OXINFER_RELOAD_FROM_MEMORY(scales);
+        const __m256i mins03 = _mm256_and_si256(s47, low6);
+        const __m256i mins47 =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s811, 4), low4), _mm256_and_si256(_mm256_srli_epi16(s47, 2), bits45));
+        // The mins of sub-blocks 2c and 2c+1 as an int16 pair per row lane: madd's first operand.
+        __m256i min_pairs[4];
+        for (int half = 0; half < 2; ++half) {
+            const __m256i mins = half ? mins47 : mins03;
+            const __m256i pairs = _mm256_unpacklo_epi8(mins, _mm256_srli_si256(mins, 8));
+            min_pairs[2 * half] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(pairs));
+            min_pairs[2 * half + 1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(pairs, 1));
+        }
+        __m256i sumi[T];
+        for (__m256i& s : sumi) s = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            __m256i lo_sum[T], hi_sum[T];
+            for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm256_setzero_si256();
+            for (int k = 0; k < 8; ++k) {
+                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * (8 * c + k)));
+                const __m256i lo = _mm256_and_si256(codes, low4);
+                const __m256i hi = kVnni ? _mm256_andnot_si256(low4, codes) : _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i a_lo = broadcast_4_bytes(act[t][b].q + 64 * c + 4 * k);
+                    const __m256i a_hi = broadcast_4_bytes(act[t][b].q + 64 * c + 32 + 4 * k);
+                    if constexpr (kVnni) {
+                        lo_sum[t] = _mm256_dpbusd_epi32(lo_sum[t], lo, a_lo);
+                        hi_sum[t] = _mm256_dpbusd_epi32(hi_sum[t], hi, a_hi);
+                    } else {
+                        lo_sum[t] = _mm256_add_epi16(lo_sum[t], _mm256_maddubs_epi16(lo, a_lo));
+                        hi_sum[t] = _mm256_add_epi16(hi_sum[t], _mm256_maddubs_epi16(hi, a_hi));
+                    }
+                }
+            }
+            const __m256i scale_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 16 * c)));
+            const __m256i scale_hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 16 * c + 8)));
+            for (int t = 0; t < T; ++t) {
+                if constexpr (kVnni) {
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo_sum[t], scale_lo));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_srai_epi32(hi_sum[t], 4), scale_hi));
+                } else {  // the scale in both halves of each lane: madd weights both 16-bit sums by it
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(lo_sum[t], _mm256_or_si256(scale_lo, _mm256_slli_epi32(scale_lo, 16))));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(hi_sum[t], _mm256_or_si256(scale_hi, _mm256_slli_epi32(scale_hi, 16))));
+                }
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
+        for (int t = 0; t < T; ++t) {
+            __m256i summ = _mm256_setzero_si256();
+            for (int pair = 0; pair < 4; ++pair) {
+                int32_t sums;  // the activations' sums of sub-blocks 2 pair and 2 pair + 1
+                __builtin_memcpy(&sums, act[t][b].sums32 + 2 * pair, 4);
+                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(min_pairs[pair], _mm256_set1_epi32(sums)));
+            }
+            const __m256 ad = _mm256_set1_ps(act[t][b].d);
+            acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t])),
+                                                         _mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ))));
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+template <bool kVnni>
+void interleaved_q4_k(int64_t cols, const std::byte* group, const void* const* acts, int tokens, float* y, int64_t ldy) {
+    with_tokens(tokens, [&](auto count) {
+        q4_k_interleaved_tokens<decltype(count)::value, kVnni>(cols / 256, reinterpret_cast<const uint8_t*>(group),
+                                                               reinterpret_cast<const ActBlock256* const*>(acts), y, ldy);
+    });
+}
+
+// Q8_0. VNNI: vpdpbusd's first operand is unsigned, and the codes with their sign bit flipped are
+// code + 128, so each block's sum comes out 128 times the activations' sum (ActBlock32::qsum) too
+// large. AVX2: maddubs of |code| and the activations carrying the code's sign (as dot_q8_0 does),
+// each pair sum (up to 2 * 128 * 127) widened by madd at once. Even and odd steps accumulate
+// separately to cover the latency.
+template <int T, bool kVnni>
+void q8_0_interleaved_tokens(int64_t blocks, const uint8_t* p, const ActBlock32* const* act, float* y, int64_t ldy) {
+    constexpr int kGroupBlock = kInterleavedRows * blocks::kQ8_0Bytes;
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
+        prefetch_group_block<kGroupBlock>(p);
+        __m256i even[T], odd[T];
+        for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_si256();
+        for (int k = 0; k < 8; k += 2) {
+            const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * k));
+            const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 48 + 32 * k));
+            if constexpr (kVnni) {
+                const __m256i u0 = _mm256_xor_si256(c0, flip), u1 = _mm256_xor_si256(c1, flip);
+                for (int t = 0; t < T; ++t) {
+                    even[t] = _mm256_dpbusd_epi32(even[t], u0, broadcast_4_bytes(act[t][b].q + 4 * k));
+                    odd[t] = _mm256_dpbusd_epi32(odd[t], u1, broadcast_4_bytes(act[t][b].q + 4 * k + 4));
+                }
+            } else {
+                const __m256i abs0 = _mm256_abs_epi8(c0), abs1 = _mm256_abs_epi8(c1);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i a0 = _mm256_sign_epi8(broadcast_4_bytes(act[t][b].q + 4 * k), c0);
+                    const __m256i a1 = _mm256_sign_epi8(broadcast_4_bytes(act[t][b].q + 4 * k + 4), c1);
+                    even[t] = _mm256_add_epi32(even[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs0, a0), ones));
+                    odd[t] = _mm256_add_epi32(odd[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs1, a1), ones));
+                }
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        for (int t = 0; t < T; ++t) {
+            __m256i isum = _mm256_add_epi32(even[t], odd[t]);
+            if constexpr (kVnni) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(128 * act[t][b].qsum));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(isum)));
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+template <bool kVnni>
+void interleaved_q8_0(int64_t cols, const std::byte* group, const void* const* acts, int tokens, float* y, int64_t ldy) {
+    with_tokens(tokens, [&](auto count) {
+        q8_0_interleaved_tokens<decltype(count)::value, kVnni>(cols / 32, reinterpret_cast<const uint8_t*>(group),
+                                                               reinterpret_cast<const ActBlock32* const*>(acts), y, ldy);
+    });
+}
+
+}  // namespace
+}  // namespace oxinfer::kernels
