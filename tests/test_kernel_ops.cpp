@@ -7,9 +7,11 @@
 // float in [1, 2)) unless said otherwise; each one is justified where it is used, and the worst
 // error seen per op and level is printed at the end.
 
+#include "kernels/interleave.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "kernels/ops_table.h"
+#include "kernels/thread_pool.h"
 #include "kernel_levels.h"
 
 #include <oxinfer/dtype.h>
@@ -624,7 +626,8 @@ private slots:
     }
 
     void embedding_rows() {
-        // f32/f16/bf16 fast paths and a ggml block type, each against convert_to_f32 of the row.
+        // f32/f16/bf16 fast paths and ggml block types, each against convert_to_f32 of the row; Q8_0
+        // also from the interleaved layout (one group of 8 rows, then 2 plain rows).
         const int64_t rows = 10, cols = 64;
         const auto values = random_floats(static_cast<size_t>(rows * cols), -2, 2, 27);
         const int32_t ids[] = {3, 0, 9, 3};
@@ -644,25 +647,31 @@ private slots:
                     const uint16_t scale = f32_to_f16(0.01f * static_cast<float>(block + 1));
                     std::memcpy(table.data() + block * (row_bytes / 2), &scale, 2);
                 }
+            const kernels::WeightMatrix plain{type, rows, cols, table.data(), row_bytes};
+            std::vector<std::byte> interleaved_bytes(table.size());
+            ThreadPool pool(1);
+            const kernels::WeightMatrix interleaved =
+                type == DType::Q8_0 ? kernels::interleave_rows(plain, interleaved_bytes.data(), pool) : plain;
             ActiveLevelGuard guard;
-            for (Isa isa : supported_isas()) {
-                set_active_isa(isa);
-                std::vector<float> got(std::size(ids) * cols);
-                kernels::embedding_rows(type, table.data(), rows, row_bytes, cols, ids, std::size(ids), got.data());
-                for (size_t i = 0; i < std::size(ids); ++i) {
-                    std::vector<float> want(static_cast<size_t>(cols));
-                    convert_to_f32(type, table.data() + ids[i] * row_bytes, want.data(), cols);
-                    QVERIFY2(std::memcmp(want.data(), got.data() + i * cols, want.size() * 4) == 0,
-                             qPrintable(QStringLiteral("%1 at %2, id %3").arg(dtype_name(type).data()).arg(isa_name(isa).data()).arg(ids[i])));
+            for (Isa isa : supported_isas())
+                for (const kernels::WeightMatrix& matrix : {plain, interleaved}) {
+                    set_active_isa(isa);
+                    std::vector<float> got(std::size(ids) * cols);
+                    kernels::embedding_rows(matrix, cols, ids, std::size(ids), got.data());
+                    for (size_t i = 0; i < std::size(ids); ++i) {
+                        std::vector<float> want(static_cast<size_t>(cols));
+                        convert_to_f32(type, table.data() + ids[i] * row_bytes, want.data(), cols);
+                        QVERIFY2(std::memcmp(want.data(), got.data() + i * cols, want.size() * 4) == 0,
+                                 qPrintable(QStringLiteral("%1 at %2, id %3").arg(dtype_name(type).data()).arg(isa_name(isa).data()).arg(ids[i])));
+                    }
                 }
-            }
         }
         const int32_t bad[] = {10};
         std::vector<float> out(cols);
         std::vector<std::byte> table(static_cast<size_t>(rows * cols * 4));
-        OXINFER_EXPECT_ERROR(kernels::embedding_rows(DType::F32, table.data(), rows, cols * 4, cols, bad, 1, out.data()),
+        OXINFER_EXPECT_ERROR(kernels::embedding_rows({DType::F32, rows, cols, table.data(), cols * 4}, cols, bad, 1, out.data()),
                              std::string("token id 10 is outside"));
-        OXINFER_EXPECT_ERROR(kernels::embedding_rows(DType::IQ2_XXS, table.data(), rows, 66, 256, ids, 1, out.data()),
+        OXINFER_EXPECT_ERROR(kernels::embedding_rows({DType::IQ2_XXS, rows, 256, table.data(), 66}, 256, ids, 1, out.data()),
                              std::string("unsupported tensor type"));
     }
 

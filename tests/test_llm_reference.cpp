@@ -23,8 +23,12 @@
 // allows at most 2 of the 32 positions above 1e-4, none above 0.25, and the greedy tokens (which
 // follow the emulated path) must still be identical. Q4_K quantises activations in the prefill
 // too (its integer GEMM, as llama.cpp does): its goldens emulate that at every position, and its
-// prefill gets the same allowance.
+// prefill gets the same allowance. So does Q8_0 where the CPU's kernels read it interleaved
+// (kernels/interleave.h: the default at load, whose prefill is integer too; the
+// q8_0_int8_prefill goldens); with --no-repack (repack_weights off) it keeps float prefill.
 
+#include "kernels/isa.h"
+#include "kernels/matmul_table.h"
 #include "logit_goldens.h"
 
 #include <oxinfer/error.h>
@@ -82,6 +86,13 @@ fs::path folder_with(const QTemporaryDir& dir, const std::string& name, const st
 // See the file comment: the effect of one int8 activation code rounded the other way.
 constexpr double kRoundingFlipTolerance = 0.25;
 
+// Q8_0 matrices are interleaved at load on this CPU (LoadOptions::repack_weights), so that their
+// prefill multiplies int8 activations.
+bool q8_0_prefill_is_int8() {
+    using namespace oxinfer::kernels;
+    return interleaved_tile(matmul_table(oxinfer::active_isa()), oxinfer::DType::Q8_0) != nullptr;
+}
+
 double max_abs_diff(const float* a, const float* b, size_t n) {
     double worst = 0;
     for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
@@ -96,13 +107,15 @@ class LlmReferenceTest : public QObject {
 private slots:
     void matches_reference_data() {
         QTest::addColumn<QString>("name");
-        QTest::addColumn<QString>("source");   // hf, bin, gguf, bf16, q8_0, q4_k
+        QTest::addColumn<QString>("source");   // hf, bin, gguf, bf16, q8_0, q8_0_plain (--no-repack), q4_k
         QTest::addColumn<QString>("variant");  // the golden: f32, bf16, q8_0, q4_k
         for (const char* name : {"llama3", "llama3_untied", "qwen2", "qwen3", "qwen3_moe"}) {
             for (const char* source : {"hf", "bin", "gguf"})
                 QTest::newRow((std::string(name) + "/" + source).c_str()) << QString(name) << QString(source) << QString("f32");
             QTest::newRow((std::string(name) + "/bf16").c_str()) << QString(name) << QString("bf16") << QString("bf16");
-            QTest::newRow((std::string(name) + "/q8_0").c_str()) << QString(name) << QString("q8_0") << QString("q8_0");
+            QTest::newRow((std::string(name) + "/q8_0").c_str()) << QString(name) << QString("q8_0")
+                                                                 << QString(q8_0_prefill_is_int8() ? "q8_0_int8_prefill" : "q8_0");
+            QTest::newRow((std::string(name) + "/q8_0_plain").c_str()) << QString(name) << QString("q8_0_plain") << QString("q8_0");
         }
         QTest::newRow("qwen3_q4_k/q4_k") << QString("qwen3_q4_k") << QString("q4_k") << QString("q4_k");
     }
@@ -118,26 +131,28 @@ private slots:
         else if (src == "bin") path = folder_with(dir, case_name, "model.bin", "pytorch_model.bin");
         else if (src == "bf16") path = folder_with(dir, case_name, "bf16.safetensors", "model.safetensors");
         else if (src == "gguf") path = kDir / case_name / "f32.gguf";
+        else if (src == "q8_0_plain") path = kDir / case_name / "q8_0.gguf";
         else path = kDir / case_name / (src + ".gguf");
 
         const Golden golden = load_golden(case_name, variant.toStdString());
         oxinfer::LoadOptions options;
         options.threads = 2;
+        options.repack_weights = src != "q8_0_plain";
         auto model = oxinfer::Model::load(path.string(), options);
         const int64_t vocab = model->config().vocab_size;
         QCOMPARE(golden.logits.shape, (std::vector<int64_t>{static_cast<int64_t>(golden.prompt.size() + golden.greedy.size() - 1), vocab}));
         const double tolerance = 1e-4;
-        const bool quantized = src == "q8_0" || src == "q4_k";
+        const bool quantized = src == "q8_0" || src == "q8_0_plain" || src == "q4_k";
 
         std::vector<int32_t> sequence = golden.prompt;
         sequence.insert(sequence.end(), golden.greedy.begin(), golden.greedy.end() - 1);
 
         // One prefill over every position. Q4_K prefill takes int8 activations (the integer GEMM),
-        // so its golden is the emulated path at every position, with the decode path's allowance
-        // for rounding flips.
+        // and so does interleaved Q8_0's, so their golden is the emulated path at every position,
+        // with the decode path's allowance for rounding flips.
         oxinfer::Session prefill(*model);
         const std::vector<float> all = prefill.evaluate(sequence, true);
-        const bool quantised_prefill = src == "q4_k";
+        const bool quantised_prefill = src == "q4_k" || variant == "q8_0_int8_prefill";
         const std::vector<float>& prefill_golden = quantised_prefill ? golden.decode_logits.values : golden.logits.values;
         double prefill_error = 0;
         int prefill_positions_off = 0;
@@ -226,20 +241,34 @@ private slots:
         // --quant q8 converts the float32 weights with ggml's Q8_0 rule; the reference's Q8_0 file
         // used the same rule (numpy rounds exact halves to even where ggml rounds away from zero;
         // such halves do not occur in these random weights' scaled values), so prefill logits match
-        // the Q8_0 golden as tightly as the Q8_0 file does.
-        const Golden golden = load_golden("llama3_untied", "q8_0");
-        oxinfer::LoadOptions options;
-        options.threads = 2;
-        options.convert_weights = oxinfer::DType::Q8_0;
-        auto model = oxinfer::Model::load((kDir / "llama3_untied" / "hf").string(), options);
-        QCOMPARE(model->weight_type(), std::string("q8_0"));
-        std::vector<int32_t> sequence = golden.prompt;
-        sequence.insert(sequence.end(), golden.greedy.begin(), golden.greedy.end() - 1);
-        oxinfer::Session session(*model);
-        const std::vector<float> all = session.evaluate(sequence, true);
-        const double error = max_abs_diff(all.data(), golden.logits.values.data(), all.size());
-        qInfo("--quant q8 prefill max |diff| %.3g", error);
-        QVERIFY(error <= 1e-4);
+        // the Q8_0 golden as tightly as the Q8_0 file does: with float prefill (--no-repack), and
+        // with the converted matrices interleaved where this CPU reads them so.
+        for (const bool repack : {false, true}) {
+            const bool int8_prefill = repack && q8_0_prefill_is_int8();
+            const Golden golden = load_golden("llama3_untied", int8_prefill ? "q8_0_int8_prefill" : "q8_0");
+            oxinfer::LoadOptions options;
+            options.threads = 2;
+            options.convert_weights = oxinfer::DType::Q8_0;
+            options.repack_weights = repack;
+            auto model = oxinfer::Model::load((kDir / "llama3_untied" / "hf").string(), options);
+            QCOMPARE(model->weight_type(), std::string("q8_0"));
+            std::vector<int32_t> sequence = golden.prompt;
+            sequence.insert(sequence.end(), golden.greedy.begin(), golden.greedy.end() - 1);
+            oxinfer::Session session(*model);
+            const std::vector<float> all = session.evaluate(sequence, true);
+            const oxinfer::NpyArray& expected = int8_prefill ? golden.decode_logits : golden.logits;
+            const int64_t vocab = model->config().vocab_size;
+            double error = 0;
+            int positions_off = 0;
+            for (size_t position = 0; position < sequence.size(); ++position) {
+                const double e = max_abs_diff(all.data() + position * vocab, expected.values.data() + position * vocab, static_cast<size_t>(vocab));
+                positions_off += e > 1e-4;
+                error = std::max(error, e);
+            }
+            qInfo("--quant q8%s prefill max |diff| %.3g, %d positions above 1e-4", repack ? "" : " --no-repack", error, positions_off);
+            if (int8_prefill) QVERIFY(positions_off <= 2 && error <= kRoundingFlipTolerance);
+            else QVERIFY(error <= 1e-4);
+        }
     }
 };
 

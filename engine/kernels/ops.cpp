@@ -1,6 +1,7 @@
 // The per-level kernel tables and the dispatching entry points of kernels/ops.h, plus the ops that
 // are the same code at every level (the RoPE driver, embedding lookup, argmax, top-k).
 
+#include "kernels/interleave.h"
 #include "kernels/ops_table.h"
 
 #include <oxinfer/error.h>
@@ -115,20 +116,25 @@ void bf16_to_f32_row(const uint16_t* src, float* dst, int64_t n) { active().bf16
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) { active().f32_to_f16_row(src, dst, n); }
 void f32_to_bf16_row(const float* src, uint16_t* dst, int64_t n) { active().f32_to_bf16_row(src, dst, n); }
 
-void embedding_rows(DType type, const std::byte* table, int64_t table_rows, int64_t row_bytes, int64_t cols,
-                    const int32_t* ids, int64_t count, float* out) {
+void embedding_rows(const WeightMatrix& table, int64_t cols, const int32_t* ids, int64_t count, float* out) {
+    const DType type = table.dtype;
     const auto bytes = dtype_bytes(type, static_cast<uint64_t>(cols));
-    if (cols < 0 || !bytes || static_cast<int64_t>(*bytes) > row_bytes)
+    if (cols < 0 || !bytes || static_cast<int64_t>(*bytes) > table.row_bytes)
         throw Error("embedding", std::to_string(cols) + " values of " + std::string(dtype_name(type)) + " do not fit rows of " +
-                                     std::to_string(row_bytes) + " bytes");
+                                     std::to_string(table.row_bytes) + " bytes");
     if (!can_convert_to_f32(type))
         throw Error(std::string(dtype_name(type)), "unsupported tensor type: no dequantisation for it is implemented");
     const OpsTable& ops = active();
+    std::vector<std::byte> plain(table.interleaved ? static_cast<size_t>(table.row_bytes) : 0);
     for (int64_t i = 0; i < count; ++i) {
-        if (ids[i] < 0 || ids[i] >= table_rows)
+        if (ids[i] < 0 || ids[i] >= table.rows)
             throw Error("embedding", "token id " + std::to_string(ids[i]) + " is outside the table's " +
-                                         std::to_string(table_rows) + " rows");
-        const std::byte* row = table + ids[i] * row_bytes;
+                                         std::to_string(table.rows) + " rows");
+        const std::byte* row = table.data + ids[i] * table.row_bytes;
+        if (table.interleaved) {
+            copy_plain_row(table, ids[i], plain.data());
+            row = plain.data();
+        }
         float* dst = out + i * cols;
         switch (type) {
             case DType::F32: std::memcpy(dst, row, static_cast<size_t>(cols) * 4); break;

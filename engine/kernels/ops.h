@@ -4,6 +4,8 @@
 // tables behind them are in kernels/ops_table.h. Sizes are element counts; pointers need no
 // particular alignment. Out-of-place functions accept out == in unless said otherwise.
 
+#include "kernels/matmul.h"
+
 #include <oxinfer/dtype.h>
 
 #include <cstddef>
@@ -68,12 +70,11 @@ void bf16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n);
 void f32_to_bf16_row(const float* src, uint16_t* dst, int64_t n);
 
-// Dequantises whole rows of an embedding table: out[i][0..cols) = row ids[i] of a table of
-// table_rows rows of `cols` values of `type`, row_bytes apart. Any type convert_to_f32 supports
-// (cols a whole number of blocks); f32, f16 and bf16 take fast paths. Throws oxinfer::Error for an
-// id outside [0, table_rows) or an unsupported type.
-void embedding_rows(DType type, const std::byte* table, int64_t table_rows, int64_t row_bytes, int64_t cols,
-                    const int32_t* ids, int64_t count, float* out);
+// Dequantises rows of an embedding table (or a head's rows): out[i][0..cols) = the first `cols`
+// values of row ids[i] of `table`, in either layout (kernels/interleave.h). Any type
+// convert_to_f32 supports (cols a whole number of blocks); f32, f16 and bf16 take fast paths.
+// Throws oxinfer::Error for an id outside the table's rows or an unsupported type.
+void embedding_rows(const WeightMatrix& table, int64_t cols, const int32_t* ids, int64_t count, float* out);
 
 // ---- sampling helpers ---------------------------------------------------------------------------
 

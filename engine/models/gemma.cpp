@@ -162,7 +162,7 @@ public:
         std::copy_n(hidden, backbone, draft_input_.data() + backbone);
         for (int64_t i = 0; i < count; ++i) {
             const WeightMatrix& table = main.embedding_;
-            kernels::embedding_rows(table.dtype, table.data, table.rows, table.row_bytes, backbone, &token, 1, draft_input_.data());
+            kernels::embedding_rows(table, backbone, &token, 1, draft_input_.data());
             kernels::scale(draft_input_.data(), std::sqrt(static_cast<float>(backbone)), backbone);
             kernels::matmul(pre_projection_, draft_input_.data(), 1, x_.data(), pool_);
             decoder_layers(1, position, state, nullptr);
@@ -501,7 +501,7 @@ private:
             candidates_.insert(candidates_.end(), token_ordering_.begin() + c * per_cluster, token_ordering_.begin() + (c + 1) * per_cluster);
         const auto count = static_cast<int64_t>(candidates_.size());
         grow(candidate_rows_, count * h);
-        kernels::embedding_rows(lm_head_.dtype, lm_head_.data, lm_head_.rows, lm_head_.row_bytes, h, candidates_.data(), count,
+        kernels::embedding_rows(lm_head_, h, candidates_.data(), count,
                                 candidate_rows_.data());
         int32_t best = -1;
         float best_score = 0;
@@ -575,7 +575,7 @@ private:
         ple_ids_.assign(tokens, tokens + n);
         for (int32_t& id : ple_ids_)
             if (id >= ple_table_.rows) id = 0;
-        kernels::embedding_rows(ple_table_.dtype, ple_table_.data, ple_table_.rows, ple_table_.row_bytes, width, ple_ids_.data(), n,
+        kernels::embedding_rows(ple_table_, width, ple_ids_.data(), n,
                                 ple_tokens_.data());
         kernels::matmul(ple_model_projection_, x_.data(), n, ple_.data(), pool_);
         kernels::scale(ple_.data(), 1.0f / std::sqrt(static_cast<float>(hidden)), n * width);
@@ -599,7 +599,7 @@ private:
         for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
         {
             profiler::Scope scope("embedding");
-            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, tokens, n, x_.data());
+            kernels::embedding_rows(embedding_, hidden, tokens, n, x_.data());
             kernels::scale(x_.data(), std::sqrt(static_cast<float>(hidden)), n * hidden);
             if (ple_size_ > 0) per_layer_inputs(tokens, n);
         }

@@ -168,7 +168,7 @@ private:
 
         {
             profiler::Scope scope("embedding");
-            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, tokens, n, x_.data());
+            kernels::embedding_rows(embedding_, hidden, tokens, n, x_.data());
         }
         kernels::AttentionParams params;
         params.heads = heads;

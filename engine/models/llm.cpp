@@ -128,6 +128,7 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
     models::ModelLoadSettings settings;
     settings.convert_weights = options.convert_weights;
     settings.bf16_activations = options.bf16_activations;
+    settings.interleave = options.repack_weights && mapped <= available;
     impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
     if (!options.draft_model.empty()) {
         impl->draft_checkpoint = Checkpoint::open(hf::resolve_model(options.draft_model));

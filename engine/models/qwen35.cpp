@@ -404,7 +404,7 @@ private:
             const int64_t first = state.cache.size();
             begin_positions(state, first, n);
             // fc([rms_norm(embed(x_{i+1})) | rms_norm(h_i)]), the embedding half first.
-            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, next + begin, n,
+            kernels::embedding_rows(embedding_, hidden, next + begin, n,
                                     x_.data());
             for (int64_t t = 0; t < n; ++t) {
                 float* row = normed_.data() + t * 2 * hidden;
@@ -474,7 +474,7 @@ private:
         begin_positions(state, first, n);
         {
             profiler::Scope scope("embedding");
-            kernels::embedding_rows(embedding_.dtype, embedding_.data, embedding_.rows, embedding_.row_bytes, hidden, tokens, n, x_.data());
+            kernels::embedding_rows(embedding_, hidden, tokens, n, x_.data());
         }
         for (const Layer& layer : layers_) decoder_layer(layer, n, first, state);
         state.cache.set_size(first + n);

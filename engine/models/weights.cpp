@@ -1,6 +1,9 @@
 #include "models/weights.h"
 
 #include "formats/ggml_quantize.h"
+#include "kernels/interleave.h"
+#include "kernels/isa.h"
+#include "kernels/matmul_table.h"
 #include "kernels/thread_pool.h"
 
 #include <oxinfer/error.h>
@@ -72,9 +75,10 @@ kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::str
     if (!settings_.convert_weights || *settings_.convert_weights == w.dtype) {
         if (!can_convert_to_f32(w.dtype))
             throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));
-        mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
         matrix_types_.push_back(w.dtype);
-        return w;
+        const kernels::WeightMatrix out = interleaved(w);
+        if (!out.interleaved) mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
+        return out;
     }
     const DType target = *settings_.convert_weights;
     const auto row_bytes = dtype_bytes(target, static_cast<uint64_t>(w.cols));
@@ -94,9 +98,22 @@ kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::str
     converted.dtype = target;
     converted.row_bytes = static_cast<int64_t>(*row_bytes);
     converted.data = buffer.data();
-    owned_bytes_ += buffer.size();
     matrix_types_.push_back(target);
-    return converted;
+    const kernels::WeightMatrix out = interleaved(converted);
+    if (out.interleaved) owned_.erase(owned_.end() - 2);  // the converted rows, now copied (moving a vector keeps its data)
+    else owned_bytes_ += buffer.size();
+    return out;
+}
+
+kernels::WeightMatrix WeightStore::interleaved(const kernels::WeightMatrix& w) {
+    // Also a matrix of fewer rows than a group (all of them plain rows then), so that every matrix
+    // of the type takes the same arithmetic (int8 activations in the prefill).
+    if (!settings_.interleave || !kernels::has_interleaved_layout(w.dtype) ||
+        !kernels::interleaved_tile(kernels::matmul_table(active_isa()), w.dtype))
+        return w;
+    std::vector<std::byte>& buffer = owned_.emplace_back(static_cast<size_t>(w.rows * w.row_bytes));
+    owned_bytes_ += buffer.size();
+    return kernels::interleave_rows(w, buffer.data(), pool_);
 }
 
 Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols, bool with_bias) {

@@ -1,7 +1,7 @@
 #pragma once
 // A model's weights as the forward pass uses them: matrices in their stored type, read in place
-// from the mapped checkpoint, or converted once at load time (`--quant`) into memory the store
-// owns. Tensors are asked for by their Hugging Face names; GGUF checkpoints are looked up under
+// from the mapped checkpoint, or converted once at load time (`--quant`) or interleaved for the
+// kernels (ModelLoadSettings::interleave) into memory the store owns. Tensors are asked for by their Hugging Face names; GGUF checkpoints are looked up under
 // llama.cpp's names (oxinfer/tensor_names.h).
 
 #include "kernels/matmul.h"
@@ -32,6 +32,10 @@ struct ModelLoadSettings {
     // bf16 matrices may take bf16-rounded activations in the GEMM (--bf16-activations,
     // kernels::WeightMatrix::bf16_activations).
     bool bf16_activations = false;
+    // Q4_K and Q8_0 matrices are copied at load into the interleaved layout
+    // (kernels/interleave.h) when the active instruction-set level has kernels for it; the copy
+    // is owned memory of the same size, read instead of the mapped file.
+    bool interleave = false;
 };
 
 class WeightStore {
@@ -63,6 +67,7 @@ public:
 
 private:
     kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name);
+    kernels::WeightMatrix interleaved(const kernels::WeightMatrix& w);
 
     const Checkpoint& checkpoint_;
     ModelLoadSettings settings_;

@@ -20,6 +20,9 @@ For each case it builds a tiny random-weight model and writes, into llm/<case>/:
     q8_0_decode_logits.npy  the same positions as the engine's decode path computes them: prompt
                        prefilled in float32, then one token at a time with int8-quantised
                        activations (q8_0 and q4_k greedy tokens follow this path too)
+    q8_0_int8_prefill_*  the q8_0 goldens with int8 activations in the prefill too: the engine's
+                       path for Q8_0 weights in the interleaved layout (kernels/interleave.h),
+                       whose prefill multiplies int8 activations as its GEMV does
 
 and a Q4_K case (dimensions of 256, Q4_K's block) with q4_k.gguf only. Its products with Q4_K
 weights take int8 activations in the prefill too (the engine's Q4_K GEMM quantises them as its
@@ -599,7 +602,8 @@ def main():
         write_safetensors(case / "bf16.safetensors", w, "BF16")
         q8_tensors, q8_seen = gguf_tensors(cfg, w, "q8_0")
         write_gguf(case / "q8_0.gguf", gguf_metadata(cfg), q8_tensors)
-        golden = {"f32": goldens(cfg, w), "bf16": goldens(cfg, bf16_rounded(w)), "q8_0": goldens(cfg, q8_seen, 32)}
+        golden = {"f32": goldens(cfg, w), "bf16": goldens(cfg, bf16_rounded(w)), "q8_0": goldens(cfg, q8_seen, 32),
+                  "q8_0_int8_prefill": goldens(cfg, q8_seen, 32, quantised_prefill=True)}
         write_goldens(case, golden)
         print(name, "min greedy gaps:", {k: round(golden[k]["min_greedy_gap"], 5) for k in ("f32", "bf16", "q8_0")},
               "distinct greedy tokens:", len(set(golden["f32"]["greedy"])))
