@@ -68,7 +68,7 @@ int run_bench(const std::vector<std::string>& argv) {
         nlohmann::json out = {{"threads", report.threads}, {"isa", report.isa}, {"bandwidth_gbs", report.bandwidth_gbs},
                               {"peak_gflops", report.peak_gflops}, {"cpu", platform().cpu_name}, {"kernels", nlohmann::json::array()}};
         for (const KernelBenchResult& k : report.kernels) {
-            nlohmann::json entry = {{"type", dtype_name(k.type)}, {"gemv_gbs", k.gemv_gbs}, {"gemm_gflops", k.gemm_gflops}, {"isa", report.isa},
+            nlohmann::json entry = {{"type", dtype_name(k.type)}, {"layout", k.interleaved ? "interleaved" : "rows"}, {"gemv_gbs", k.gemv_gbs}, {"gemm_gflops", k.gemm_gflops}, {"isa", report.isa},
                                     {"gemv_bandwidth_gbs", k.gemv_bandwidth_gbs}, {"gemv_fraction_of_bandwidth", k.gemv_gbs / k.gemv_bandwidth_gbs},
                                     {"gemm_peak_gflops", k.gemm_peak_gflops}, {"gemm_fraction_of_peak", k.gemm_gflops / k.gemm_peak_gflops}};
             if (k.gemm_bf16_activations_gflops > 0) {
@@ -85,7 +85,8 @@ int run_bench(const std::vector<std::string>& argv) {
     std::printf("Each kernel ran in turn with the bandwidth or peak it is compared with; each row is the pair with the median share.\n\n");
     std::printf("| type | GEMV GB/s | bandwidth | of bandwidth | GEMM GFLOP/s | peak | of peak |\n|---|---|---|---|---|---|---|\n");
     for (const KernelBenchResult& k : report.kernels)
-        std::printf("| %s | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% |\n", dtype_name(k.type).data(), k.gemv_gbs, k.gemv_bandwidth_gbs,
+        std::printf("| %s%s | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% |\n", dtype_name(k.type).data(), k.interleaved ? " (interleaved)" : "",
+                    k.gemv_gbs, k.gemv_bandwidth_gbs,
                     100 * k.gemv_gbs / k.gemv_bandwidth_gbs, k.gemm_gflops, k.gemm_peak_gflops, 100 * k.gemm_gflops / k.gemm_peak_gflops);
     for (const KernelBenchResult& k : report.kernels)
         if (k.gemm_bf16_activations_gflops > 0)

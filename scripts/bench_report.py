@@ -395,7 +395,8 @@ def build(args):
         w("| type | GEMV GB/s | of bandwidth | GEMM GFLOP/s | of FMA peak | ISA |")
         w("| --- | --- | --- | --- | --- | --- |")
         for k in kernels["kernels"]:
-            same = [next((x for x in run["kernels"] if x.get("type") == k.get("type")), None)
+            same = [next((x for x in run["kernels"] if x.get("type") == k.get("type")
+                          and x.get("layout", "rows") == k.get("layout", "rows")), None)
                     for run in kernel_runs]
             same = [x for x in same if x]
             gemv = [x["gemv_gbs"] for x in same]
@@ -406,7 +407,8 @@ def build(args):
                              else x["gemv_gbs"] / bandwidth for x in same)
             gemm_share = max(x["gemm_gflops"] / x["gemm_peak_gflops"] if "gemv_bandwidth_gbs" in x
                              else x["gemm_gflops"] / peak for x in same)
-            w(f"| {k.get('type', '?')} | {' / '.join(f'{v:.1f}' for v in gemv)} | "
+            layout = " (interleaved)" if k.get("layout") == "interleaved" else ""
+            w(f"| {k.get('type', '?')}{layout} | {' / '.join(f'{v:.1f}' for v in gemv)} | "
               f"{fmt_pct(gemv_share)} | {' / '.join(f'{v:.1f}' for v in gemm)} | "
               f"{fmt_pct(gemm_share)} | {k.get('isa', '')} |")
         w("")

@@ -1,5 +1,6 @@
 #include <oxinfer/kernel_bench.h>
 
+#include "kernels/interleave.h"
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_table.h"
@@ -132,33 +133,48 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
     const PeakRun bf16_peak{table.peak_bf16_probe, pool};
     std::vector<DType> types = options.types;
     if (types.empty()) types = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+    // A weight matrix of `type` in the layout measured: plain rows, or interleaved as the engine
+    // loads the types this level has interleaved kernels for.
+    struct Matrix {
+        std::vector<std::byte> bytes;
+        kernels::WeightMatrix w;
+    };
+    auto make_matrix = [&](DType type, int64_t rows, int64_t cols, uint32_t seed, bool interleaved) {
+        Matrix m{make_weights(type, rows * cols, seed), {}};
+        m.w = {type, rows, cols, m.bytes.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(cols)))};
+        if (interleaved) {
+            std::vector<std::byte> plain = std::move(m.bytes);
+            m.bytes.resize(plain.size());
+            m.w = kernels::interleave_rows({type, rows, cols, plain.data(), m.w.row_bytes}, m.bytes.data(), pool);
+        }
+        return m;
+    };
     const int64_t cols = 4096;
-    for (DType type : types) {
+    auto measure = [&](DType type, bool interleaved) {
         KernelBenchResult result{type};
+        result.interleaved = interleaved;
         {
             const int64_t row_bytes = static_cast<int64_t>(*dtype_bytes(type, cols));
             const int64_t rows = std::max<int64_t>(16, options.gemv_bytes / row_bytes);
-            const auto weights = make_weights(type, rows * cols, 1);
-            const kernels::WeightMatrix w{type, rows, cols, weights.data(), row_bytes};
+            const Matrix m = make_matrix(type, rows, cols, 1, interleaved);
             std::vector<float> x(cols, 0.5f), y(static_cast<size_t>(rows));
             const auto [gemv, bandwidth] =
                 median_pair_in_turn(options.seconds_per_test, [&] { probe.read(); }, static_cast<double>(probe.bytes()),
-                                    [&] { kernels::gemv(w, x.data(), 1, y.data(), pool); }, static_cast<double>(rows * row_bytes));
+                                    [&] { kernels::gemv(m.w, x.data(), 1, y.data(), pool); }, static_cast<double>(rows * row_bytes));
             result.gemv_gbs = gemv / 1e9;
             result.gemv_bandwidth_gbs = bandwidth / 1e9;
         }
         {
             const int64_t size = options.gemm_size, tokens = options.gemm_tokens;
-            const auto weights = make_weights(type, size * size, 2);
-            const kernels::WeightMatrix w{type, size, size, weights.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(size)))};
+            const Matrix m = make_matrix(type, size, size, 2, interleaved);
             std::vector<float> x(static_cast<size_t>(tokens * size), 0.25f), y(static_cast<size_t>(tokens * size));
             const double flops = 2.0 * static_cast<double>(tokens * size * size);
             const auto [gemm, peak] = median_pair_in_turn(options.seconds_per_test, fma_peak, fma_peak.flops(),
-                                                          [&] { kernels::gemm(w, x.data(), tokens, y.data(), pool); }, flops);
+                                                          [&] { kernels::gemm(m.w, x.data(), tokens, y.data(), pool); }, flops);
             result.gemm_gflops = gemm / 1e9;
             result.gemm_peak_gflops = peak / 1e9;
             if (type == DType::BF16 && table.gemm_tile_bf16 && table.peak_bf16_probe) {
-                kernels::WeightMatrix rounded = w;
+                kernels::WeightMatrix rounded = m.w;
                 rounded.bf16_activations = true;
                 const auto [rounded_gemm, bf16_dot_peak] =
                     median_pair_in_turn(options.seconds_per_test, bf16_peak, bf16_peak.flops(),
@@ -168,11 +184,16 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
             }
         }
         char line[200];
-        std::snprintf(line, sizeof line, "%s: gemv %.1f GB/s, gemm %.1f GFLOP/s", dtype_name(type).data(), result.gemv_gbs, result.gemm_gflops);
+        std::snprintf(line, sizeof line, "%s%s: gemv %.1f GB/s, gemm %.1f GFLOP/s", dtype_name(type).data(), interleaved ? " (interleaved)" : "",
+                      result.gemv_gbs, result.gemm_gflops);
         if (result.gemm_bf16_activations_gflops > 0)
             std::snprintf(line + std::strlen(line), sizeof line - std::strlen(line), " (%.1f on bf16 activations)", result.gemm_bf16_activations_gflops);
         say(line);
         report.kernels.push_back(result);
+    };
+    for (DType type : types) {
+        measure(type, false);
+        if (kernels::has_interleaved_layout(type) && kernels::interleaved_tile(table, type)) measure(type, true);
     }
     return report;
 }

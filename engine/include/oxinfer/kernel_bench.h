@@ -28,6 +28,10 @@ struct KernelBenchOptions {
 
 struct KernelBenchResult {
     DType type;
+    // Rows interleaved as the engine loads this type on this level (kernels/interleave.h): each
+    // such type is measured in both layouts. Their GEMM multiplies int8 activations; its share
+    // is still of the FMA peak (what a float GEMM could reach).
+    bool interleaved = false;
     // Rates of the pair with the median ratio (see above).
     double gemv_gbs = 0;            // weight bytes / second
     double gemv_bandwidth_gbs = 0;  // the read bandwidth, measured in turn with the GEMV
