@@ -550,14 +550,19 @@ void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const flo
     const InterleavedTile tile = interleaved_tile(table, w.dtype);
     const RowDot dot = row_dot(table, w.dtype);
     const int64_t grouped = interleaved_rows(w);
+    // Each tile of activations serves kGroupsPerPass row groups while it is in L1, their weights
+    // staying in L2; one group per pass read every token's activations from L3 for every 8 rows.
+    constexpr int64_t kGroupsPerPass = 4;
     pool.parallel_for(w.rows, 2 * kInterleavedRows, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < std::min(end, grouped); r += kInterleavedRows)
+        for (int64_t r0 = begin; r0 < std::min(end, grouped); r0 += kGroupsPerPass * kInterleavedRows) {
+            const int64_t r1 = std::min({end, grouped, r0 + kGroupsPerPass * kInterleavedRows});
             for (int64_t t0 = 0; t0 < tokens; t0 += kKQuantTileTokens) {
                 const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t0));
                 const void* acts[kKQuantTileTokens];
                 for (int i = 0; i < n; ++i) acts[i] = act.data() + (t0 + i) * act_bytes;
-                tile(w.cols, w.data + r * w.row_bytes, acts, n, y + t0 * w.rows + r, w.rows);
+                for (int64_t r = r0; r < r1; r += kInterleavedRows) tile(w.cols, w.data + r * w.row_bytes, acts, n, y + t0 * w.rows + r, w.rows);
             }
+        }
         const int64_t plain_begin = std::max(begin, grouped);
         if (plain_begin < end)
             for (int64_t t = 0; t < tokens; ++t)
