@@ -382,10 +382,10 @@ private:
         root_ = "model.";
         for (const char* prefix : {"model.language_model.", "language_model.model."})
             if (weights_.find(std::string(prefix) + "embed_tokens.weight")) root_ = prefix;
-        embedding_ = weights_.matrix(weights_.get(root_ + "embed_tokens.weight"), c.vocab_size, hidden);
-        final_norm_ = norm(root_ + "norm.weight", hidden);
         const TensorInfo* head = weights_.find("lm_head.weight");
         if (!head) head = weights_.find("language_model.lm_head.weight");
+        embedding_ = weights_.embedding(weights_.get(root_ + "embed_tokens.weight"), c.vocab_size, hidden, !head);
+        final_norm_ = norm(root_ + "norm.weight", hidden);
         if (!head && !c.tie_word_embeddings && !gemma4_)
             throw Error(subject_, "has no lm_head.weight and tie_word_embeddings is false");
         lm_head_ = head ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;

@@ -110,9 +110,9 @@ private:
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size, hd = c.head_dim;
         const Checkpoint& checkpoint = weights_.checkpoint();
-        embedding_ = weights_.matrix(weights_.get("model.embed_tokens.weight"), c.vocab_size, hidden);
-        final_norm_ = weights_.vector("model.norm.weight", hidden);
         const TensorInfo* head = weights_.find("lm_head.weight");
+        embedding_ = weights_.embedding(weights_.get("model.embed_tokens.weight"), c.vocab_size, hidden, !head || c.tie_word_embeddings);
+        final_norm_ = weights_.vector("model.norm.weight", hidden);
         lm_head_ = head && !c.tie_word_embeddings ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;
         if (!head && !c.tie_word_embeddings) throw Error(checkpoint.path().string(), "has no lm_head.weight and tie_word_embeddings is false");
 

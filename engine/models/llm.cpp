@@ -124,19 +124,25 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
                  "); they stay memory-mapped and are read from disk as needed, which is slow");
     }
 
-    impl->pool = std::make_unique<ThreadPool>(options.threads);
-    models::ModelLoadSettings settings;
-    settings.convert_weights = options.convert_weights;
-    settings.bf16_activations = options.bf16_activations;
-    settings.interleave = options.repack_weights && mapped <= available;
-    impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
+    uint64_t draft_mapped = 0;
     if (!options.draft_model.empty()) {
         impl->draft_checkpoint = Checkpoint::open(hf::resolve_model(options.draft_model));
-        uint64_t draft_mapped = 0;
         for (const TensorInfo& t : impl->draft_checkpoint->tensors()) draft_mapped += t.nbytes;
         if (!options.convert_weights && mapped <= available && mapped + draft_mapped > available)
             log_warn(options.draft_model + ": the model and its draft model (" + format_bytes(mapped + draft_mapped) +
                      ") are larger than the available memory (" + format_bytes(available) + "); pages are read from disk as needed");
+    }
+
+    impl->pool = std::make_unique<ThreadPool>(options.threads);
+    models::ModelLoadSettings settings;
+    settings.convert_weights = options.convert_weights;
+    settings.bf16_activations = options.bf16_activations;
+    // The interleaved copy is memory the system cannot page out, as it can the mapped file's pages:
+    // made only when both models' weights leave a fifth of the memory free (KV cache, activations,
+    // other programs). Converted weights are owned memory already, and their copy replaces them.
+    settings.interleave = options.repack_weights && (options.convert_weights || mapped + draft_mapped <= available / 5 * 4);
+    impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
+    if (impl->draft_checkpoint) {
         const TransformerConfig draft_config = read_transformer_config(*impl->draft_checkpoint);
         impl->lm->attach_draft_model(*impl->draft_checkpoint, draft_config, settings);
     }

@@ -308,9 +308,9 @@ private:
         // Released checkpoints put the text model under model.language_model; text-only exports
         // (and GGUF names, which the store maps from model.*) under model.
         const std::string root = weights_.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
-        embedding_ = weights_.matrix(weights_.get(root + "embed_tokens.weight"), c.vocab_size, hidden);
-        final_norm_ = centred_norm(root + "norm.weight", hidden);
         const TensorInfo* head = weights_.find("lm_head.weight");
+        embedding_ = weights_.embedding(weights_.get(root + "embed_tokens.weight"), c.vocab_size, hidden, !head || c.tie_word_embeddings);
+        final_norm_ = centred_norm(root + "norm.weight", hidden);
         if (!head && !c.tie_word_embeddings) throw Error(subject, "has no lm_head.weight and tie_word_embeddings is false");
         lm_head_ = head && !c.tie_word_embeddings ? weights_.matrix(*head, c.vocab_size, hidden) : embedding_;
         for (size_t i = 0; i < layers_.size(); ++i)

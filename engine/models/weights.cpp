@@ -46,10 +46,14 @@ const TensorInfo& WeightStore::get(const std::string& hf_name) const {
 }
 
 kernels::WeightMatrix WeightStore::matrix(const TensorInfo& tensor, int64_t rows, int64_t cols) {
+    return embedding(tensor, rows, cols, true);
+}
+
+kernels::WeightMatrix WeightStore::embedding(const TensorInfo& tensor, int64_t rows, int64_t cols, bool also_head) {
     if (tensor.shape != std::vector<int64_t>{rows, cols})
         throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
                                                      ", the config says " + shape_text({rows, cols}));
-    return adopt(kernels::weight_matrix(tensor), tensor.name);
+    return adopt(kernels::weight_matrix(tensor), tensor.name, also_head);
 }
 
 kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols, int64_t first_row,
@@ -70,13 +74,13 @@ kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int6
     return adopt(w, tensor.name);
 }
 
-kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name) {
+kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name, bool may_interleave) {
     w.bf16_activations = settings_.bf16_activations;  // read only for bf16 matrices
     if (!settings_.convert_weights || *settings_.convert_weights == w.dtype) {
         if (!can_convert_to_f32(w.dtype))
             throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));
         matrix_types_.push_back(w.dtype);
-        const kernels::WeightMatrix out = interleaved(w);
+        const kernels::WeightMatrix out = interleaved(w, may_interleave);
         if (!out.interleaved) mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
         return out;
     }
@@ -99,16 +103,16 @@ kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::str
     converted.row_bytes = static_cast<int64_t>(*row_bytes);
     converted.data = buffer.data();
     matrix_types_.push_back(target);
-    const kernels::WeightMatrix out = interleaved(converted);
+    const kernels::WeightMatrix out = interleaved(converted, may_interleave);
     if (out.interleaved) owned_.erase(owned_.end() - 2);  // the converted rows, now copied (moving a vector keeps its data)
     else owned_bytes_ += buffer.size();
     return out;
 }
 
-kernels::WeightMatrix WeightStore::interleaved(const kernels::WeightMatrix& w) {
+kernels::WeightMatrix WeightStore::interleaved(const kernels::WeightMatrix& w, bool may_interleave) {
     // Also a matrix of fewer rows than a group (all of them plain rows then), so that every matrix
     // of the type takes the same arithmetic (int8 activations in the prefill).
-    if (!settings_.interleave || !kernels::has_interleaved_layout(w.dtype) ||
+    if (!may_interleave || !settings_.interleave || !kernels::has_interleaved_layout(w.dtype) ||
         !kernels::interleaved_tile(kernels::matmul_table(active_isa()), w.dtype))
         return w;
     std::vector<std::byte>& buffer = owned_.emplace_back(static_cast<size_t>(w.rows * w.row_bytes));

@@ -57,6 +57,9 @@ public:
                                          int64_t row_count = -1);
     // A 2-D tensor as a matrix of the expected shape (converted when the store converts).
     kernels::WeightMatrix matrix(const TensorInfo& tensor, int64_t rows, int64_t cols);
+    // An embedding table: each token reads one row, so it keeps the stored layout (mapped, not
+    // copied) unless it is also the LM head, whose products the interleaved layout speeds up.
+    kernels::WeightMatrix embedding(const TensorInfo& tensor, int64_t rows, int64_t cols, bool also_head);
     // A 1-D tensor of `size` values as float32 (norm weights, biases).
     std::vector<float> vector(const std::string& hf_name, int64_t size) const;
 
@@ -66,8 +69,8 @@ public:
     std::string matrix_type() const;
 
 private:
-    kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name);
-    kernels::WeightMatrix interleaved(const kernels::WeightMatrix& w);
+    kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name, bool may_interleave = true);
+    kernels::WeightMatrix interleaved(const kernels::WeightMatrix& w, bool may_interleave);
 
     const Checkpoint& checkpoint_;
     ModelLoadSettings settings_;
