@@ -392,7 +392,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
                     const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
                     const void* rows_of[kKQuantTileTokens];
                     for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
-                    interleaved_tile(table, w.dtype)(cols, w.data + begin * w.row_bytes, rows_of, n, part.y + t * w.rows + begin, w.rows);
+                    interleaved_tile(table, w.dtype)(cols, w.data + begin * w.row_bytes, 1, rows_of, n, part.y + t * w.rows + begin, w.rows);
                 }
             if (begin >= end) continue;
             if (part.dot && !(tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens)) {
@@ -560,7 +560,8 @@ void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const flo
                 const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t0));
                 const void* acts[kKQuantTileTokens];
                 for (int i = 0; i < n; ++i) acts[i] = act.data() + (t0 + i) * act_bytes;
-                for (int64_t r = r0; r < r1; r += kInterleavedRows) tile(w.cols, w.data + r * w.row_bytes, acts, n, y + t0 * w.rows + r, w.rows);
+                for (int64_t r = r0; r < r1; r += 2 * kInterleavedRows)
+                    tile(w.cols, w.data + r * w.row_bytes, r1 - r >= 2 * kInterleavedRows ? 2 : 1, acts, n, y + t0 * w.rows + r, w.rows);
             }
         }
         const int64_t plain_begin = std::max(begin, grouped);

@@ -60,11 +60,12 @@ constexpr int kGemmRows = 16;    // register tile: weight rows
 // gemm_tile_pair is 32 KB, measured only on a 48 KB L1D); a multiple of every block size.
 constexpr int kGemmKc = 256;
 
-// Interleaved weights (interleave.h): one group of 8 rows times `tokens` (1 to kKQuantTileTokens)
-// tokens' activations in the type's GEMV format: y[t * ldy + r] = the dot of group row r with
-// acts[t] (the row dot's products; float sums in another order). Each token's result is the same
-// whatever `tokens` is.
-using InterleavedTile = void (*)(int64_t cols, const std::byte* group, const void* const* acts, int tokens, float* y, int64_t ldy);
+// Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups of 8 rows from `group`
+// times `tokens` (1 to kKQuantTileTokens) tokens' activations in the type's GEMV format:
+// y[t * ldy + r] = the dot of row r (of the 8 * groups) with acts[t] (the row dot's products;
+// float sums in another order). Each result is the same whatever `tokens` and `groups` are.
+using InterleavedTile = void (*)(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y,
+                                 int64_t ldy);
 
 using KQuantTile = void (*)(int64_t blocks, const std::byte* w, int64_t row_bytes, int64_t rows, const ActBlock256* const* acts,
                            int valid_tokens, float* y, int64_t ldy);

@@ -116,62 +116,80 @@ void q4_k_interleaved_tokens(int64_t blocks, const uint8_t* p, const ActBlock256
 }
 
 template <bool kVnni>
-void interleaved_q4_k(int64_t cols, const std::byte* group, const void* const* acts, int tokens, float* y, int64_t ldy) {
+void interleaved_q4_k(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
+    const int64_t group_stride = cols / 256 * kInterleavedRows * blocks::kQ4_KBytes;
     with_tokens(tokens, [&](auto count) {
-        q4_k_interleaved_tokens<decltype(count)::value, kVnni>(cols / 256, reinterpret_cast<const uint8_t*>(group),
-                                                               reinterpret_cast<const ActBlock256* const*>(acts), y, ldy);
+        for (int g = 0; g < groups; ++g)
+            q4_k_interleaved_tokens<decltype(count)::value, kVnni>(cols / 256, reinterpret_cast<const uint8_t*>(group) + g * group_stride,
+                                                                   reinterpret_cast<const ActBlock256* const*>(acts), y + g * kInterleavedRows, ldy);
     });
 }
 
-// Q8_0. VNNI: vpdpbusd's first operand is unsigned, and the codes with their sign bit flipped are
-// code + 128, so each block's sum comes out 128 times the activations' sum (ActBlock32::qsum) too
-// large. AVX2: maddubs of |code| and the activations carrying the code's sign (as dot_q8_0 does),
-// each pair sum (up to 2 * 128 * 127) widened by madd at once. Even and odd steps accumulate
-// separately to cover the latency.
-template <int T, bool kVnni>
+// Q8_0, G consecutive row groups at once. VNNI: vpdpbusd's first operand is unsigned, and the
+// codes with their sign bit flipped are code + 128, so each block's sum comes out 128 times the
+// activations' sum (ActBlock32::qsum) too large: the sums start from -128 times it. AVX2: maddubs
+// of |code| and the activations carrying the code's sign (as dot_q8_0 does), each pair sum (up to
+// 2 * 128 * 127) widened by madd at once. With one group, even and odd steps accumulate separately
+// to cover the latency; two groups have chains enough. Two groups share each broadcast of the
+// activations, which with one group took as many loads as there were products. The work per
+// block and token besides the 8 products is 4 vector operations: a block is only 32 values.
+template <int T, int G, bool kVnni>
 void q8_0_interleaved_tokens(int64_t blocks, const uint8_t* p, const ActBlock32* const* act, float* y, int64_t ldy) {
     constexpr int kGroupBlock = kInterleavedRows * blocks::kQ8_0Bytes;
+    constexpr int S = G == 1 ? 2 : 1;  // accumulators per group and token
+    const int64_t group_stride = blocks * kGroupBlock;
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
-    __m256 acc[T];
-    for (__m256& a : acc) a = _mm256_setzero_ps();
+    __m256 acc[G][T];
+    for (auto& row : acc)
+        for (__m256& a : row) a = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
-        prefetch_group_block<kGroupBlock>(p);
-        __m256i even[T], odd[T];
-        for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_si256();
-        for (int k = 0; k < 8; k += 2) {
-            const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * k));
-            const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 48 + 32 * k));
-            if constexpr (kVnni) {
-                const __m256i u0 = _mm256_xor_si256(c0, flip), u1 = _mm256_xor_si256(c1, flip);
-                for (int t = 0; t < T; ++t) {
-                    even[t] = _mm256_dpbusd_epi32(even[t], u0, broadcast_4_bytes(act[t][b].q + 4 * k));
-                    odd[t] = _mm256_dpbusd_epi32(odd[t], u1, broadcast_4_bytes(act[t][b].q + 4 * k + 4));
-                }
-            } else {
-                const __m256i abs0 = _mm256_abs_epi8(c0), abs1 = _mm256_abs_epi8(c1);
-                for (int t = 0; t < T; ++t) {
-                    const __m256i a0 = _mm256_sign_epi8(broadcast_4_bytes(act[t][b].q + 4 * k), c0);
-                    const __m256i a1 = _mm256_sign_epi8(broadcast_4_bytes(act[t][b].q + 4 * k + 4), c1);
-                    even[t] = _mm256_add_epi32(even[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs0, a0), ones));
-                    odd[t] = _mm256_add_epi32(odd[t], _mm256_madd_epi16(_mm256_maddubs_epi16(abs1, a1), ones));
+        for (int g = 0; g < G; ++g) prefetch_group_block<kGroupBlock>(p + g * group_stride);
+        __m256i sums[G][T][S];
+        for (int g = 0; g < G; ++g)
+            for (int t = 0; t < T; ++t) {
+                sums[g][t][0] = kVnni ? _mm256_set1_epi32(-128 * act[t][b].qsum) : _mm256_setzero_si256();
+                if constexpr (S == 2) sums[g][t][1] = _mm256_setzero_si256();
+            }
+        for (int k = 0; k < 8; ++k) {
+            __m256i codes[G];
+            for (int g = 0; g < G; ++g) {
+                codes[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + g * group_stride + 16 + 32 * k));
+                if constexpr (kVnni) codes[g] = _mm256_xor_si256(codes[g], flip);
+            }
+            for (int t = 0; t < T; ++t) {
+                const __m256i a = broadcast_4_bytes(act[t][b].q + 4 * k);
+                for (int g = 0; g < G; ++g) {
+                    __m256i& sum = sums[g][t][k % S];
+                    if constexpr (kVnni) sum = _mm256_dpbusd_epi32(sum, codes[g], a);
+                    else sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(codes[g]), _mm256_sign_epi8(a, codes[g])), ones));
                 }
             }
         }
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        for (int t = 0; t < T; ++t) {
-            __m256i isum = _mm256_add_epi32(even[t], odd[t]);
-            if constexpr (kVnni) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(128 * act[t][b].qsum));
-            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(isum)));
+        for (int g = 0; g < G; ++g) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + g * group_stride)));
+            for (int t = 0; t < T; ++t) {
+                const __m256i isum = S == 2 ? _mm256_add_epi32(sums[g][t][0], sums[g][t][S - 1]) : sums[g][t][0];
+                acc[g][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(isum), acc[g][t]);
+            }
         }
     }
-    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+    for (int g = 0; g < G; ++g)
+        for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy + g * kInterleavedRows, acc[g][t]);
 }
 
-template <bool kVnni>
-void interleaved_q8_0(int64_t cols, const std::byte* group, const void* const* acts, int tokens, float* y, int64_t ldy) {
+// kPairs: the level has registers for two groups at once (AVX-512's 32 vector registers).
+template <bool kVnni, bool kPairs>
+void interleaved_q8_0(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
+    const auto* p = reinterpret_cast<const uint8_t*>(group);
+    const auto* a = reinterpret_cast<const ActBlock32* const*>(acts);
+    const int64_t blocks = cols / 32, group_stride = blocks * kInterleavedRows * blocks::kQ8_0Bytes;
     with_tokens(tokens, [&](auto count) {
-        q8_0_interleaved_tokens<decltype(count)::value, kVnni>(cols / 32, reinterpret_cast<const uint8_t*>(group),
-                                                               reinterpret_cast<const ActBlock32* const*>(acts), y, ldy);
+        constexpr int T = decltype(count)::value;
+        if (kPairs && groups == 2) {
+            q8_0_interleaved_tokens<T, 2, kVnni>(blocks, p, a, y, ldy);
+            return;
+        }
+        for (int g = 0; g < groups; ++g) q8_0_interleaved_tokens<T, 1, kVnni>(blocks, p + g * group_stride, a, y + g * kInterleavedRows, ldy);
     });
 }
 

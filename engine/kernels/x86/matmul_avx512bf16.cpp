@@ -94,7 +94,7 @@ void fill_matmul_avx512bf16(MatmulTable& table) {
     table.gemm_q6_k_tile = gemm_q6_k_tile<true>;
     table.dot_q6_k = over_rows<dot_q6_k<true>>;
     table.interleaved_q4_k = interleaved_q4_k<true>;
-    table.interleaved_q8_0 = interleaved_q8_0<true>;
+    table.interleaved_q8_0 = interleaved_q8_0<true, true>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
     table.peak_bf16_probe = peak_bf16_probe_avx512;
