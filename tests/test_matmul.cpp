@@ -128,9 +128,14 @@ private slots:
         for (DType type : types) {
             const int64_t block = dtype_traits(type).block_elements;
             // awkward shapes: one row, rows that are not a multiple of the 16-row tile or the
-            // 16-row thread granule, widths that cross the 256-value cache block.
+            // 16-row thread granule, widths that cross the 256-value cache block; 90 rows: two
+            // blocks of 4 GEMM panels (the second a partial pair) and two threads' ranges, for the
+            // panel packers (float, Q8_0/Q4_0 by the level, the rest dequantised as Q5_0 is).
             const std::vector<int64_t> widths = block == 1 ? std::vector<int64_t>{1, 7, 33, 300} : block == 32 ? std::vector<int64_t>{32, 64, 96, 288} : std::vector<int64_t>{256, 768};
-            for (int rows : {1, 7, 33})
+            std::vector<int> row_counts{1, 7, 33};
+            if (type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q5_0)
+                row_counts.push_back(90);
+            for (int rows : row_counts)
                 for (int64_t cols : widths)
                     QTest::addRow("%s %dx%d", dtype_name(type).data(), rows, static_cast<int>(cols)) << static_cast<int>(type) << rows << static_cast<int>(cols);
         }

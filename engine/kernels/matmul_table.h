@@ -113,7 +113,7 @@ struct MatmulTable {
     // dot_q4_k for 2 to kKQuantTileTokens tokens at once (a speculative verification); nullptr: the
     // GEMV calls dot_q4_k per token.
     RowDotTokens dot_q4_k_tokens;
-    // gemm_tile over two full panels at once (rows r0..r0+15 from packed_w0, the next 16 from
+    // gemm_tile over two panels at once (the second may be a zero-padded part) (rows r0..r0+15 from packed_w0, the next 16 from
     // packed_w1; c at row r0), bit for bit two gemm_tile calls: each broadcast activation feeds two
     // weight vectors, which halves the broadcasts per multiply-add where they, not the FMAs, bound
     // the tile. nullptr where the level has none.
