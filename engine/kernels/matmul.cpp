@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -464,7 +465,8 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
     // pass over the packed activations.
     pool.parallel_for(panels, kPanelsPerBlock, [&](int64_t panel_begin, int64_t panel_end) {
         std::vector<Packed> packed_w(static_cast<size_t>(2 * kPanelValues));
-        std::vector<float> block_out(static_cast<size_t>(groups * kGemmTokens * kBlockRows));
+        // Not zeroed: the first K slice overwrites every element.
+        const auto block_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(groups * kGemmTokens * kBlockRows));
         const std::byte* rows[kGemmRows];
         for (int64_t block = panel_begin; block < panel_end; block += kPanelsPerBlock) {
             const int64_t block_end = std::min(panel_end, block + kPanelsPerBlock);
@@ -484,7 +486,7 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
                     }
                     for (int64_t g = 0; g < groups; ++g) {
                         const Packed* xs = packed_x.data() + g * x_group_stride + k0 / kPerK * kGemmTokens;
-                        float* out = block_out.data() + g * kGemmTokens * kBlockRows + (panel - block) * kGemmRows;
+                        float* out = block_out.get() + g * kGemmTokens * kBlockRows + (panel - block) * kGemmRows;
                         if constexpr (!std::is_same_v<PairTile, std::nullptr_t>)
                             if (paired) {
                                 pair_tile(steps, xs, packed_w.data(), packed_w.data() + kPanelValues, out, kBlockRows, k0 > 0);
@@ -497,7 +499,7 @@ void gemm_panels(const WeightMatrix& w, const std::vector<Packed>& packed_x, int
             }
             const int64_t r0 = block * kGemmRows, valid_rows = std::min(w.rows, block_end * kGemmRows) - r0;
             for (int64_t t = 0; t < tokens; ++t)
-                std::copy_n(block_out.data() + t * kBlockRows, valid_rows, y + t * w.rows + r0);
+                std::copy_n(block_out.get() + t * kBlockRows, valid_rows, y + t * w.rows + r0);
         }
     });
 }

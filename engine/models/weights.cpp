@@ -46,14 +46,18 @@ const TensorInfo& WeightStore::get(const std::string& hf_name) const {
 }
 
 kernels::WeightMatrix WeightStore::matrix(const TensorInfo& tensor, int64_t rows, int64_t cols) {
-    return embedding(tensor, rows, cols, true);
+    return shaped_matrix(tensor, rows, cols, true);
 }
 
 kernels::WeightMatrix WeightStore::embedding(const TensorInfo& tensor, int64_t rows, int64_t cols, bool also_head) {
+    return shaped_matrix(tensor, rows, cols, also_head);
+}
+
+kernels::WeightMatrix WeightStore::shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_interleave) {
     if (tensor.shape != std::vector<int64_t>{rows, cols})
         throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
                                                      ", the config says " + shape_text({rows, cols}));
-    return adopt(kernels::weight_matrix(tensor), tensor.name, also_head);
+    return adopt(kernels::weight_matrix(tensor), tensor.name, may_interleave);
 }
 
 kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols, int64_t first_row,

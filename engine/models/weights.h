@@ -69,6 +69,8 @@ public:
     std::string matrix_type() const;
 
 private:
+    // A 2-D tensor checked against the expected shape, then adopted.
+    kernels::WeightMatrix shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_interleave);
     kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name, bool may_interleave = true);
     kernels::WeightMatrix interleaved(const kernels::WeightMatrix& w, bool may_interleave);
 
