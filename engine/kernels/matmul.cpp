@@ -324,6 +324,34 @@ WeightMatrix weight_matrix(const TensorInfo& tensor) {
     return w;
 }
 
+namespace {
+
+// Calls visit(begin, count) for each step of `step` rows in [begin, end) (the last may be short),
+// taking the steps of `streams` equal parts of the range in turn, so that a thread reads that many
+// sequential streams of weights at once: the hardware prefetchers follow each, and more cache
+// lines are in flight than one stream keeps. On a 2-core Xeon VM (AVX-512), 2 threads reading
+// 1 GB: 23-27 GB/s with one stream per thread, 27-29 with two, 30-32 with four. Rows whose
+// arithmetic per byte is high gain from two: tg128 in alternating runs, interleaved Q4_K +13%
+// (Qwen3-0.6B and Llama-3.2-1B), plain Q4_K and Q8_0 rows +3% and +5% (Qwen3-0.6B); more than two
+// gained less. The cheapest kernels keep one: interleaved Q8_0 (Qwen3 +1%, Llama -3%) and bf16
+// rows (-2%, within the noise).
+template <class Visit>
+void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t streams, Visit&& visit) {
+    const int64_t steps = (end - begin + step - 1) / step;
+    if (steps <= 0) return;
+    streams = std::min(streams, steps);
+    const int64_t per_stream = (steps + streams - 1) / streams;
+    for (int64_t i = 0; i < per_stream; ++i)
+        for (int64_t s = 0; s < streams; ++s) {
+            const int64_t index = s * per_stream + i;
+            if (index >= steps) break;
+            const int64_t first = begin + index * step;
+            visit(first, std::min(step, end - first));
+        }
+}
+
+}  // namespace
+
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     const MatmulTarget target{&w, y};
     gemv_many_with(table, {&target, 1}, x, tokens, pool);
@@ -388,23 +416,27 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
             // Interleaved groups (begin is a multiple of the granule, and so of the group), then
             // any plain rows after them through the paths below.
-            for (const int64_t group_end = std::min(end, interleaved_rows(w)); begin < group_end; begin += kInterleavedRows)
+            const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved;
+            const int64_t streams = dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
+            const int64_t group_end = std::max(begin, std::min(end, interleaved_rows(w)));
+            for_each_step_in_streams(begin, group_end, kInterleavedRows, streams, [&](int64_t r, int64_t) {
                 for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
                     const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
                     const void* rows_of[kKQuantTileTokens];
                     for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
-                    interleaved_tile(table, w.dtype)(cols, w.data + begin * w.row_bytes, 1, rows_of, n, part.y + t * w.rows + begin, w.rows);
+                    interleaved_tile(table, w.dtype)(cols, w.data + r * w.row_bytes, 1, rows_of, n, part.y + t * w.rows + r, w.rows);
                 }
+            });
+            begin = group_end;
             if (begin >= end) continue;
             if (part.dot && !(tokens > 1 && w.dtype == DType::Q4_K && table.dot_q4_k_tokens)) {
                 // Several tokens take the rows a few at a time (about 16 KB), so that every token
                 // after the first finds them in L1.
                 const int64_t step = tokens == 1 ? kRowGranule : std::clamp<int64_t>(16384 / w.row_bytes, 1, kRowGranule);
-                for (int64_t r = begin; r < end; r += step) {
-                    const int64_t rows = std::min(step, end - r);
+                for_each_step_in_streams(begin, end, step, streams, [&](int64_t r, int64_t rows) {
                     for (int64_t t = 0; t < tokens; ++t)
                         part.dot(cols, w.data + r * w.row_bytes, w.row_bytes, rows, act.row(part.format, t), part.y + t * w.rows + r);
-                }
+                });
                 continue;
             }
             if (!part.dot && static_cast<int64_t>(row.size()) < cols) row.resize(static_cast<size_t>(cols));
