@@ -198,7 +198,7 @@ MatmulTable scalar_table() {
             over_rows<dot_bf16_scalar>, over_rows<dot_q8_0_scalar>, over_rows<dot_q4_0_scalar>, over_rows<dot_q4_k_scalar>,
             over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
-            nullptr,                  nullptr,                  false,                    nullptr,                  nullptr,
+            nullptr,                  nullptr,                  0,                        nullptr,                  nullptr,
             nullptr,                  nullptr};
 }
 
@@ -226,19 +226,19 @@ struct PackedActivations {
         switch (format) {
             case ActivationFormat::Q8Blocks32: return blocks32.data() + t * (cols / 32);
             case ActivationFormat::Q8Blocks256: return blocks256.data() + t * (cols / 256);
-            case ActivationFormat::F32EvenOdd16: return even_odd.data() + t * cols;
+            case ActivationFormat::F32EvenOdd: return even_odd.data() + t * cols;
             case ActivationFormat::F32: break;
         }
         return f32 + t * cols;
     }
 };
 
-void to_even_odd16(const float* x, float* out, int64_t n) {
+void to_even_odd(const float* x, float* out, int64_t n, int64_t group) {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 8; ++j) {
+    for (; i + group <= n; i += group)
+        for (int64_t j = 0; j < group / 2; ++j) {
             out[i + j] = x[i + 2 * j];
-            out[i + 8 + j] = x[i + 2 * j + 1];
+            out[i + group / 2 + j] = x[i + 2 * j + 1];
         }
     std::copy(x + i, x + n, out + i);
 }
@@ -385,12 +385,12 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         check_supported(table, w);
         if (w.cols != cols) throw Error("matmul", "matrices sharing an input must have the same number of columns");
         const RowDot dot = row_dot(table, w.dtype);
-        const ActivationFormat format = !dot                                           ? ActivationFormat::F32
-                                        : w.dtype == DType::BF16 && table.bf16_even_odd ? ActivationFormat::F32EvenOdd16
-                                                                                        : activation_format(w.dtype);
+        const ActivationFormat format = !dot                                                 ? ActivationFormat::F32
+                                        : w.dtype == DType::BF16 && table.bf16_even_odd_group ? ActivationFormat::F32EvenOdd
+                                                                                              : activation_format(w.dtype);
         need32 |= format == ActivationFormat::Q8Blocks32;
         need256 |= format == ActivationFormat::Q8Blocks256;
-        need_even_odd |= format == ActivationFormat::F32EvenOdd16;
+        need_even_odd |= format == ActivationFormat::F32EvenOdd;
         parts[i] = {&w, targets[i].y, dot, format, units};
         units += (w.rows + kRowGranule - 1) / kRowGranule;
     }
@@ -400,7 +400,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
     }
     if (need_even_odd) {
         act.even_odd.resize(static_cast<size_t>(tokens * cols));
-        for (int64_t t = 0; t < tokens; ++t) to_even_odd16(x + t * cols, act.even_odd.data() + t * cols, cols);
+        for (int64_t t = 0; t < tokens; ++t) to_even_odd(x + t * cols, act.even_odd.data() + t * cols, cols, table.bf16_even_odd_group);
     }
     if (need256) {
         act.blocks256.resize(static_cast<size_t>(tokens * (cols / 256)));

@@ -29,10 +29,11 @@ struct ActBlock256 {
     int8_t q[256];
 };
 
-// F32EvenOdd16: f32 values with each full group of 16 stored evens first, then odds (x0, x2, ..,
-// x14, x1, x3, .., x15); a last partial group stays in order. bf16 weights read two values per
-// 32-bit lane, so on levels that say so (bf16_even_odd) they meet their activations this way.
-enum class ActivationFormat { F32, F32EvenOdd16, Q8Blocks32, Q8Blocks256 };
+// F32EvenOdd: f32 values with each full group of the level's bf16_even_odd_group values (16 or 32:
+// twice the 32-bit lanes of its vectors) stored evens first, then odds (x0, x2, .., x1, x3, ..);
+// a last partial group stays in order. bf16 weights read two values per 32-bit lane, so on levels
+// that say so they meet their activations this way.
+enum class ActivationFormat { F32, F32EvenOdd, Q8Blocks32, Q8Blocks256 };
 
 // Which activation format the direct dot kernel of a weight type reads, if it has one.
 bool has_direct_dot(DType type);
@@ -108,8 +109,9 @@ struct MatmulTable {
     KQuantTile gemm_q4_k_tile;
     // The same for Q6_K (dot_q6_k's products). nullptr: gemm dequantises the rows to float.
     KQuantTile gemm_q6_k_tile;
-    // dot_bf16 reads ActivationFormat::F32EvenOdd16 rather than plain f32.
-    bool bf16_even_odd;
+    // When not 0, dot_bf16 reads ActivationFormat::F32EvenOdd in groups of this many values rather
+    // than plain f32.
+    int bf16_even_odd_group;
     // dot_q4_k for 2 to kKQuantTileTokens tokens at once (a speculative verification); nullptr: the
     // GEMV calls dot_q4_k per token.
     RowDotTokens dot_q4_k_tokens;

@@ -129,9 +129,9 @@ float dot_f16_avx2(int64_t n, const std::byte* w, const void* a) {
     return sum;
 }
 
-// bf16 weights against ActivationFormat::F32EvenOdd16 activations: each 32-bit lane of a weight
-// load holds values 2j (low half) and 2j+1 (high half), which become floats by a shift and a
-// mask. Half the instructions of widening 8 values at a time, which kept bf16 GEMV below the
+// bf16 weights against ActivationFormat::F32EvenOdd activations (groups of 16): each 32-bit lane
+// of a weight load holds values 2j (low half) and 2j+1 (high half), which become floats by a
+// shift and a mask. Half the instructions of widening 8 values at a time, which kept bf16 GEMV below the
 // memory bandwidth of a core. Unlike the other row dots it asks for no prefetch 2 KB ahead, only
 // for the page bursts: Llama-3.2-1B bf16 decoded 7-19% faster without it (5 of 5 alternating
 // runs, before the page bursts; with them, adding it back measured within the noise).
@@ -308,7 +308,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_f32 = over_rows<dot_f32_avx2>;
     table.dot_f16 = over_rows<dot_f16_avx2>;
     table.dot_bf16 = over_rows<dot_bf16_even_odd_avx2>;
-    table.bf16_even_odd = true;
+    table.bf16_even_odd_group = 16;
     table.dot_q8_0 = over_rows<dot_q8_0<false>>;
     table.dot_q4_0 = over_rows<dot_q4_0<false>>;
     table.dot_q4_k = over_rows<dot_q4_k<false>>;
