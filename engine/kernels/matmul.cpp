@@ -328,13 +328,7 @@ namespace {
 
 // Calls visit(begin, count) for each step of `step` rows in [begin, end) (the last may be short),
 // taking the steps of `streams` equal parts of the range in turn, so that a thread reads that many
-// sequential streams of weights at once: the hardware prefetchers follow each, and more cache
-// lines are in flight than one stream keeps. On a 2-core Xeon VM (AVX-512), 2 threads reading
-// 1 GB: 23-27 GB/s with one stream per thread, 27-29 with two, 30-32 with four. Rows whose
-// arithmetic per byte is high gain from two: tg128 in alternating runs, interleaved Q4_K +13%
-// (Qwen3-0.6B and Llama-3.2-1B), plain Q4_K and Q8_0 rows +3% and +5% (Qwen3-0.6B); more than two
-// gained less. The cheapest kernels keep one: interleaved Q8_0 (Qwen3 +1%, Llama -3%) and bf16
-// rows (-2%, within the noise).
+// sequential streams of weights at once (read_streams says how many).
 template <class Visit>
 void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t streams, Visit&& visit) {
     const int64_t steps = (end - begin + step - 1) / step;
@@ -348,6 +342,18 @@ void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t 
             const int64_t first = begin + index * step;
             visit(first, std::min(step, end - first));
         }
+}
+
+// Streams per thread for a GEMV over w: the hardware prefetchers follow each, and more cache lines
+// are in flight than one stream keeps. On a 2-core Xeon VM (AVX-512), 2 threads reading 1 GB:
+// 23-27 GB/s with one stream per thread, 27-29 with two, 30-32 with four. Rows whose arithmetic
+// per byte is high gain from two: tg128 in alternating runs, interleaved Q4_K +13% (Qwen3-0.6B and
+// Llama-3.2-1B), plain Q4_K and Q8_0 rows +3% and +5% (Qwen3-0.6B); more than two gained less.
+// The cheapest kernels keep one: interleaved Q8_0 (Qwen3 +1%, Llama -3%) and float rows (bf16
+// -2%, within the noise).
+int64_t read_streams(const WeightMatrix& w) {
+    const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved;
+    return dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
 }
 
 }  // namespace
@@ -364,6 +370,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         const WeightMatrix* w;
         float* y;
         RowDot dot;  // the type's own row dot, or nullptr for the generic dequantise-a-row path
+        InterleavedTile tile;  // for the interleaved groups, if any
         ActivationFormat format;
         int64_t first_unit;  // in the concatenation of every matrix's rows, in units of kRowGranule
     };
@@ -391,7 +398,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         need32 |= format == ActivationFormat::Q8Blocks32;
         need256 |= format == ActivationFormat::Q8Blocks256;
         need_even_odd |= format == ActivationFormat::F32EvenOdd;
-        parts[i] = {&w, targets[i].y, dot, format, units};
+        parts[i] = {&w, targets[i].y, dot, w.interleaved ? interleaved_tile(table, w.dtype) : nullptr, format, units};
         units += (w.rows + kRowGranule - 1) / kRowGranule;
     }
     if (need32) {
@@ -416,15 +423,14 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t end = std::min(w.rows, (unit_end - part.first_unit) * kRowGranule);
             // Interleaved groups (begin is a multiple of the granule, and so of the group), then
             // any plain rows after them through the paths below.
-            const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved;
-            const int64_t streams = dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
+            const int64_t streams = read_streams(w);
             const int64_t group_end = std::max(begin, std::min(end, interleaved_rows(w)));
             for_each_step_in_streams(begin, group_end, kInterleavedRows, streams, [&](int64_t r, int64_t) {
                 for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
                     const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
                     const void* rows_of[kKQuantTileTokens];
                     for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
-                    interleaved_tile(table, w.dtype)(cols, w.data + r * w.row_bytes, 1, rows_of, n, part.y + t * w.rows + r, w.rows);
+                    part.tile(cols, w.data + r * w.row_bytes, 1, rows_of, n, part.y + t * w.rows + r, w.rows);
                 }
             });
             begin = group_end;

@@ -115,10 +115,10 @@ struct MatmulTable {
     // dot_q4_k for 2 to kKQuantTileTokens tokens at once (a speculative verification); nullptr: the
     // GEMV calls dot_q4_k per token.
     RowDotTokens dot_q4_k_tokens;
-    // gemm_tile over two panels at once (the second may be a zero-padded part) (rows r0..r0+15 from packed_w0, the next 16 from
-    // packed_w1; c at row r0), bit for bit two gemm_tile calls: each broadcast activation feeds two
-    // weight vectors, which halves the broadcasts per multiply-add where they, not the FMAs, bound
-    // the tile. nullptr where the level has none.
+    // gemm_tile over two panels at once (rows r0..r0+15 from packed_w0, the next 16 from packed_w1,
+    // which may be a zero-padded part; c at row r0), bit for bit two gemm_tile calls: each
+    // broadcast activation feeds two weight vectors, which halves the broadcasts per multiply-add
+    // where they, not the FMAs, bound the tile. nullptr where the level has none.
     void (*gemm_tile_pair)(int64_t k, const float* packed_x, const float* packed_w0, const float* packed_w1, float* c, int64_t ldc,
                            bool accumulate);
     // Kernels for interleaved Q4_K and Q8_0 weights; nullptr where the level has none (its
