@@ -25,7 +25,7 @@ std::vector<OptionSpec> model_load_options() {
     return {
         {"quant", "", "TYPE", "convert the weights at load: bf16, q8 (Q8_0) or q4 (Q4_K)"},
         {"bf16-activations", "", "", "prefill of bf16 weights on bf16-rounded activations (vdpbf16ps where the CPU has AVX-512 BF16), as llama.cpp computes; less exact"},
-        {"no-repack", "", "", "read Q4_K and Q8_0 weights in place from the mapped file, not copied into the kernels' faster layout"},
+        {"no-repack", "", "", "read weights in place from the mapped file, not copied into huge pages (Q4_K and Q8_0 in the kernels' faster layout)"},
         {"ctx", "", "N", "context length (default: the model's max_position_embeddings)"},
         {"kv-type", "", "TYPE", "KV cache type: f32 (default), f16 or bf16"},
         {"draft-model", "", "MODEL", "a draft model for speculative decoding (Gemma 4's assistant): folder, .gguf or repo id"},

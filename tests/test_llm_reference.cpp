@@ -107,7 +107,8 @@ class LlmReferenceTest : public QObject {
 private slots:
     void matches_reference_data() {
         QTest::addColumn<QString>("name");
-        // hf, bin, gguf, bf16, q8_0, q4_k; q8_0_plain and q4_k_plain with --no-repack; q8_0_low_memory:
+        // hf, bin, gguf, bf16, q8_0, q4_k (repacked: float matrices copied into huge pages, Q8_0
+        // and Q4_K ones interleaved); bf16_plain, q8_0_plain and q4_k_plain with --no-repack; q8_0_low_memory:
         // too little memory for the interleaved copy, so the rows stay as mapped.
         QTest::addColumn<QString>("source");
         QTest::addColumn<QString>("variant");  // the golden: f32, bf16, q8_0, q4_k
@@ -120,6 +121,7 @@ private slots:
             QTest::newRow((std::string(name) + "/q8_0_plain").c_str()) << QString(name) << QString("q8_0_plain") << QString("q8_0");
         }
         QTest::newRow("qwen3/q8_0_low_memory") << QString("qwen3") << QString("q8_0_low_memory") << QString("q8_0");
+        QTest::newRow("qwen3/bf16_plain") << QString("qwen3") << QString("bf16_plain") << QString("bf16");
         QTest::newRow("qwen3_q4_k/q4_k") << QString("qwen3_q4_k") << QString("q4_k") << QString("q4_k");
         QTest::newRow("qwen3_q4_k/q4_k_plain") << QString("qwen3_q4_k") << QString("q4_k_plain") << QString("q4_k");
     }
@@ -133,7 +135,7 @@ private slots:
         fs::path path;
         if (src == "hf") path = kDir / case_name / "hf";
         else if (src == "bin") path = folder_with(dir, case_name, "model.bin", "pytorch_model.bin");
-        else if (src == "bf16") path = folder_with(dir, case_name, "bf16.safetensors", "model.safetensors");
+        else if (src.starts_with("bf16")) path = folder_with(dir, case_name, "bf16.safetensors", "model.safetensors");
         else if (src == "gguf") path = kDir / case_name / "f32.gguf";
         else if (src.starts_with("q8_0")) path = kDir / case_name / "q8_0.gguf";
         else path = kDir / case_name / (src.substr(0, 4) + ".gguf");  // q4_k, q4_k_plain

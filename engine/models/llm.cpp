@@ -137,10 +137,10 @@ std::unique_ptr<Model> Model::load(const std::string& model, const LoadOptions& 
     models::ModelLoadSettings settings;
     settings.convert_weights = options.convert_weights;
     settings.bf16_activations = options.bf16_activations;
-    // The interleaved copy is memory the system cannot page out, as it can the mapped file's pages:
+    // The repacked copy is memory the system cannot page out, as it can the mapped file's pages:
     // made only when both models' weights leave a fifth of the memory free (KV cache, activations,
     // other programs). Converted weights are owned memory already, and their copy replaces them.
-    settings.interleave = options.repack_weights && (options.convert_weights || mapped + draft_mapped <= available / 5 * 4);
+    settings.repack = options.repack_weights && (options.convert_weights || mapped + draft_mapped <= available / 5 * 4);
     impl->lm = models::create_causal_lm(checkpoint, impl->config, settings, *impl->pool);
     if (impl->draft_checkpoint) {
         const TransformerConfig draft_config = read_transformer_config(*impl->draft_checkpoint);

@@ -53,11 +53,11 @@ kernels::WeightMatrix WeightStore::embedding(const TensorInfo& tensor, int64_t r
     return shaped_matrix(tensor, rows, cols, also_head);
 }
 
-kernels::WeightMatrix WeightStore::shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_interleave) {
+kernels::WeightMatrix WeightStore::shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_repack) {
     if (tensor.shape != std::vector<int64_t>{rows, cols})
         throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
                                                      ", the config says " + shape_text({rows, cols}));
-    return adopt(kernels::weight_matrix(tensor), tensor.name, may_interleave);
+    return adopt(kernels::weight_matrix(tensor), tensor.name, may_repack);
 }
 
 kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int64_t index, int64_t rows, int64_t cols, int64_t first_row,
@@ -78,15 +78,15 @@ kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int6
     return adopt(w, tensor.name);
 }
 
-kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name, bool may_interleave) {
+kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name, bool may_repack) {
     w.bf16_activations = settings_.bf16_activations;  // read only for bf16 matrices
     if (!settings_.convert_weights || *settings_.convert_weights == w.dtype) {
         if (!can_convert_to_f32(w.dtype))
             throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));
         matrix_types_.push_back(w.dtype);
-        const kernels::WeightMatrix out = interleaved(w, may_interleave);
-        if (!out.interleaved) mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
-        return out;
+        if (may_repack && settings_.repack) return repacked(w);
+        mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
+        return w;
     }
     const DType target = *settings_.convert_weights;
     const auto row_bytes = dtype_bytes(target, static_cast<uint64_t>(w.cols));
@@ -94,34 +94,46 @@ kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::str
         throw Error(checkpoint_.path().string(), "tensor '" + name + "' cannot be converted to " + std::string(dtype_name(target)) + ": rows of " +
                                                      std::to_string(w.cols) + " values are not whole " +
                                                      std::to_string(dtype_traits(target).block_elements) + "-value blocks");
-    std::vector<std::byte>& buffer = owned_.emplace_back(static_cast<size_t>(w.rows) * *row_bytes);
+    // Converted rows that are to be interleaved go through a buffer of their own first.
+    const size_t bytes = static_cast<size_t>(w.rows) * *row_bytes;
+    const bool interleave = may_repack && settings_.repack && interleaves(target);
+    std::vector<std::byte> before_interleaving(interleave ? bytes : 0);
+    std::byte* out = interleave ? before_interleaving.data() : owned_.allocate(bytes);
     pool_.parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
         std::vector<float> row(static_cast<size_t>(w.cols));
         for (int64_t r = begin; r < end; ++r) {
             convert_to_f32(w.dtype, w.data + r * w.row_bytes, row.data(), w.cols);
-            quantize_row(target, row.data(), buffer.data() + r * static_cast<int64_t>(*row_bytes), w.cols);
+            quantize_row(target, row.data(), out + r * static_cast<int64_t>(*row_bytes), w.cols);
         }
     });
     kernels::WeightMatrix converted = w;
     converted.dtype = target;
     converted.row_bytes = static_cast<int64_t>(*row_bytes);
-    converted.data = buffer.data();
+    converted.data = out;
     matrix_types_.push_back(target);
-    const kernels::WeightMatrix out = interleaved(converted, may_interleave);
-    if (out.interleaved) owned_.erase(owned_.end() - 2);  // the converted rows, now copied (moving a vector keeps its data)
-    else owned_bytes_ += buffer.size();
-    return out;
+    if (interleave) return repacked(converted);
+    owned_bytes_ += bytes;
+    return converted;
 }
 
-kernels::WeightMatrix WeightStore::interleaved(const kernels::WeightMatrix& w, bool may_interleave) {
-    // Also a matrix of fewer rows than a group (all of them plain rows then), so that every matrix
-    // of the type takes the same arithmetic (int8 activations in the prefill).
-    if (!may_interleave || !settings_.interleave || !kernels::has_interleaved_layout(w.dtype) ||
-        !kernels::interleaved_tile(kernels::matmul_table(active_isa()), w.dtype))
-        return w;
-    std::vector<std::byte>& buffer = owned_.emplace_back(static_cast<size_t>(w.rows * w.row_bytes));
-    owned_bytes_ += buffer.size();
-    return kernels::interleave_rows(w, buffer.data(), pool_);
+bool WeightStore::interleaves(DType type) const {
+    return kernels::has_interleaved_layout(type) && kernels::interleaved_tile(kernels::matmul_table(active_isa()), type);
+}
+
+kernels::WeightMatrix WeightStore::repacked(const kernels::WeightMatrix& w) {
+    const size_t bytes = static_cast<size_t>(w.rows * w.row_bytes);
+    std::byte* out = owned_.allocate(bytes);
+    owned_bytes_ += bytes;
+    // Also a matrix of fewer rows than a group is interleaved (all of it plain rows then), so that
+    // every matrix of the type takes the same arithmetic (int8 activations in the prefill).
+    if (interleaves(w.dtype)) return kernels::interleave_rows(w, out, pool_);
+    // Copied by the threads that will read it, each its own rows: its pages are then near them.
+    pool_.parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
+        std::copy(w.data + begin * w.row_bytes, w.data + end * w.row_bytes, out + begin * w.row_bytes);
+    });
+    kernels::WeightMatrix copy = w;
+    copy.data = out;
+    return copy;
 }
 
 Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols, bool with_bias) {

@@ -1,14 +1,15 @@
 #pragma once
 // A model's weights as the forward pass uses them: matrices in their stored type, read in place
-// from the mapped checkpoint, or converted once at load time (`--quant`) or interleaved for the
-// kernels (ModelLoadSettings::interleave) into memory the store owns. Tensors are asked for by their Hugging Face names; GGUF checkpoints are looked up under
-// llama.cpp's names (oxinfer/tensor_names.h).
+// from the mapped checkpoint, or converted once at load time (`--quant`) or repacked for the
+// kernels (ModelLoadSettings::repack) into memory the store owns. Tensors are asked for by their
+// Hugging Face names; GGUF checkpoints are looked up under llama.cpp's names
+// (oxinfer/tensor_names.h).
 
+#include "kernels/huge_pages.h"
 #include "kernels/matmul.h"
 
 #include <oxinfer/checkpoint.h>
 
-#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,10 +33,10 @@ struct ModelLoadSettings {
     // bf16 matrices may take bf16-rounded activations in the GEMM (--bf16-activations,
     // kernels::WeightMatrix::bf16_activations).
     bool bf16_activations = false;
-    // Q4_K and Q8_0 matrices are copied at load into the interleaved layout
-    // (kernels/interleave.h) when the active instruction-set level has kernels for it; the copy
-    // is owned memory of the same size, read instead of the mapped file.
-    bool interleave = false;
+    // Matrices are copied at load into huge pages (kernels/huge_pages.h), Q4_K and Q8_0 ones in
+    // the interleaved layout (kernels/interleave.h) when the active instruction-set level has
+    // kernels for it; the copy is owned memory of the same size, read instead of the mapped file.
+    bool repack = false;
 };
 
 class WeightStore {
@@ -57,28 +58,30 @@ public:
                                          int64_t row_count = -1);
     // A 2-D tensor as a matrix of the expected shape (converted when the store converts).
     kernels::WeightMatrix matrix(const TensorInfo& tensor, int64_t rows, int64_t cols);
-    // An embedding table: each token reads one row, so it keeps the stored layout (mapped, not
-    // copied) unless it is also the LM head, whose products the interleaved layout speeds up.
+    // An embedding table: each token reads one row, so it stays mapped, not copied, unless it is
+    // also the LM head, which the repacked copy speeds up as it does the other matrices.
     kernels::WeightMatrix embedding(const TensorInfo& tensor, int64_t rows, int64_t cols, bool also_head);
     // A 1-D tensor of `size` values as float32 (norm weights, biases).
     std::vector<float> vector(const std::string& hf_name, int64_t size) const;
 
     uint64_t mapped_bytes() const { return mapped_bytes_; }  // matrices used in place
-    uint64_t owned_bytes() const { return owned_bytes_; }    // matrices converted at load
+    uint64_t owned_bytes() const { return owned_bytes_; }    // matrices converted or repacked at load
     // The type most matrices have ("q4_k"; GGUF Q4_K_M files mix in a few q6_k).
     std::string matrix_type() const;
 
 private:
     // A 2-D tensor checked against the expected shape, then adopted.
-    kernels::WeightMatrix shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_interleave);
-    kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name, bool may_interleave = true);
-    kernels::WeightMatrix interleaved(const kernels::WeightMatrix& w, bool may_interleave);
+    kernels::WeightMatrix shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_repack);
+    kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name, bool may_repack = true);
+    bool interleaves(DType type) const;
+    // w copied into the store's huge pages, interleaved when interleaves(w.dtype).
+    kernels::WeightMatrix repacked(const kernels::WeightMatrix& w);
 
     const Checkpoint& checkpoint_;
     ModelLoadSettings settings_;
     ThreadPool& pool_;
     std::string gguf_arch_;
-    std::deque<std::vector<std::byte>> owned_;
+    kernels::HugePageArena owned_;
     uint64_t mapped_bytes_ = 0, owned_bytes_ = 0;
     std::vector<DType> matrix_types_;
 };

@@ -280,8 +280,11 @@ void gemm_tile_avx2(int64_t k, const float* xp, const float* wp, float* c, int64
 float read_sum_avx2(const float* data, int64_t n) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
+    for (; i + 32 <= n; i += 32) {
+        prefetch_weights(data + i);  // as the GEMVs read weights
+        prefetch_weights(data + i + 16);
         for (int j = 0; j < 4; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(data + i + 8 * j));
+    }
     float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; ++i) sum += data[i];
     return sum;

@@ -195,7 +195,10 @@ float read_sum_avx512(const float* data, int64_t n) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 4; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
+        for (int j = 0; j < 4; ++j) {
+            prefetch_weights(data + i + 16 * j);  // as the GEMVs read weights
+            acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
+        }
     for (; i < n; i += 16) acc[0] = _mm512_add_ps(acc[0], _mm512_maskz_loadu_ps(tail_mask(n - i), data + i));
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
