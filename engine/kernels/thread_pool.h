@@ -60,7 +60,10 @@ public:
     }
 
 private:
-    static constexpr int kChunksPerThread = 4;
+    // Each range a GEMV thread starts is a new stream of weights, which the prefetchers take a
+    // while to follow: decoding from huge pages on a 2-core Xeon VM, tg128 in alternating runs,
+    // 2 per thread against 4: Qwen3-0.6B q4_k 1.03, q8_0 1.04, Llama-3.2-1B q4_k 1.03; pp512 alike.
+    static constexpr int kChunksPerThread = 2;
     using Trampoline = void (*)(void*, int, int);
     void dispatch(Trampoline trampoline, void* context);
     void worker_loop(int index);
