@@ -75,10 +75,11 @@ float dot_f16_avx512(int64_t n, const std::byte* w, const void* a) {
 
 // R (1 or 2) bf16 rows, row_bytes apart, against ActivationFormat::F32EvenOdd activations (groups
 // of 32): each 32-bit lane of a 64-byte weight load holds values 2j (low half) and 2j+1 (high
-// half), which become floats by a shift and a mask, and the rows share each activation load. A
+// half), which become floats by a shift and a mask, and two rows share each activation load. A
 // last partial group is in order and widened 16 values at a time. On a 2-core Xeon VM, 1.2 GB of
-// 1024-value rows, 2 threads, in alternating rounds: 18 GB/s widening 16 values per 32-byte load
-// (the kernel before this one), 20.5 one row at a time this way, 21.6-24 two rows (four rows: 20-21).
+// 1024-value rows in 4 KB pages, 2 threads, in alternating rounds: 18 GB/s widening 16 values per
+// 32-byte load (the kernel before this one), 20.5 one row at a time this way, 21.6-24 two rows
+// (four rows: 20-21).
 // It asks for each line 2 KB ahead and, unlike the other float rows, without the page bursts: one
 // row with them read 17-19 GB/s, without 20-22.
 template <int R>
@@ -106,12 +107,20 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
     for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
 }
 
+// Rows of up to this many bytes go two at a time. From huge pages, on the Xeon VM (2 threads, 1 GB,
+// rounds alternating): 1024-value rows 35 GB/s two at a time, 34-35 one at a time; 2048-value
+// rows 30 two at a time, 32-33 one at a time; 3072 and 8192 alike. tg128 in alternating runs, two
+// rows only up to 2 KB against always: Qwen3-0.6B bf16 1.04, Llama-3.2-1B bf16 1.04; one row
+// always: Qwen3-0.6B 0.97.
+constexpr int64_t kPairedBf16RowBytes = 2048;
+
 void dot_bf16_rows_avx512(int64_t cols, const std::byte* weights, int64_t row_bytes, int64_t rows, const void* activations, float* y) {
     const auto* p = reinterpret_cast<U8>(weights);
     const auto* af = static_cast<const float*>(activations);
     int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) dot_bf16_even_odd_avx512<2>(cols, p + r * row_bytes, row_bytes, af, y + r);
-    if (r < rows) dot_bf16_even_odd_avx512<1>(cols, p + r * row_bytes, row_bytes, af, y + r);
+    if (row_bytes <= kPairedBf16RowBytes)
+        for (; r + 2 <= rows; r += 2) dot_bf16_even_odd_avx512<2>(cols, p + r * row_bytes, row_bytes, af, y + r);
+    for (; r < rows; ++r) dot_bf16_even_odd_avx512<1>(cols, p + r * row_bytes, row_bytes, af, y + r);
 }
 
 // The 6 x 16 tile: one zmm of weights per k, six broadcast activations. Six accumulators cannot
