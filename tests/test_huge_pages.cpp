@@ -62,6 +62,8 @@ private slots:
     void bufferIsWholeAlignedZeroedHugePages() {
         const HugePageBuffer buffer(3 * kMiB + 1);
         QCOMPARE(buffer.size(), 2 * HugePageBuffer::kHugePageBytes);
+        QCOMPARE(HugePageBuffer::rounded_size(3 * kMiB + 1), buffer.size());
+        QCOMPARE(HugePageBuffer::rounded_size(4 * kMiB), buffer.size());
         QCOMPARE(address(buffer.data()) % HugePageBuffer::kHugePageBytes, uintptr_t{0});
         QVERIFY(all_zero(buffer.data(), buffer.size()));
         std::fill(buffer.data(), buffer.data() + buffer.size(), std::byte{0x5a});  // every byte is writable

@@ -26,7 +26,7 @@ std::string megabytes(size_t bytes) { return std::to_string((bytes + (size_t{1} 
 
 }  // namespace
 
-HugePageBuffer::HugePageBuffer(size_t bytes) : size_(round_up(bytes, kHugePageBytes)) {
+HugePageBuffer::HugePageBuffer(size_t bytes) : size_(rounded_size(bytes)) {
     if (size_ == 0) return;
 #ifdef _WIN32
     data_ = static_cast<std::byte*>(VirtualAlloc(nullptr, size_, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE));

@@ -29,6 +29,8 @@ public:
 
     std::byte* data() const { return data_; }
     size_t size() const { return size_; }
+    // The size a buffer asked for `bytes` has.
+    static size_t rounded_size(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
 
 private:
     void release() noexcept;

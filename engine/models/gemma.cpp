@@ -60,7 +60,7 @@ using kernels::WeightMatrix;
 
 class GemmaState final : public SequenceState {
 public:
-    GemmaState(const KvCache& sliding_shape, const KvCache& full_shape) : sliding(sliding_shape), full(full_shape) {}
+    GemmaState(KvCache sliding_cache, KvCache full_cache) : sliding(std::move(sliding_cache)), full(std::move(full_cache)) {}
     int64_t size() const override { return full.size(); }
     int64_t capacity() const override { return full.capacity(); }
     int64_t truncate(int64_t size) override {

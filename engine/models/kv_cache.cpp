@@ -50,10 +50,19 @@ void KvCache::reserve(int64_t end) {
                                    " (--ctx sets it)");
     const int64_t slots = ring_ > 0 ? std::min(end, ring_) : end;
     if (slots <= reserved_) return;
-    const int64_t grown = std::min(ring_ > 0 ? ring_ : capacity_, std::max({slots, reserved_ * 2, int64_t{256}}));
-    const size_t bytes = static_cast<size_t>(grown * kv_heads_ * head_dim_ * element_bytes(dtype_));
-    for (auto& layer : keys_) layer.resize(bytes);
-    for (auto& layer : values_) layer.resize(bytes);
+    const int64_t limit = ring_ > 0 ? ring_ : capacity_;
+    const int64_t slot_bytes = kv_heads_ * head_dim_ * element_bytes(dtype_);
+    int64_t grown = std::min(limit, std::max({slots, reserved_ * 2, int64_t{256}}));
+    // Whole huge pages: the positions they hold beyond `grown` come free.
+    const size_t pages_bytes = kernels::HugePageBuffer::rounded_size(static_cast<size_t>(grown * slot_bytes));
+    grown = std::min(limit, static_cast<int64_t>(pages_bytes) / slot_bytes);
+    const size_t kept = static_cast<size_t>(reserved_ * slot_bytes);
+    for (auto* layers : {&keys_, &values_})
+        for (kernels::HugePageBuffer& layer : *layers) {
+            kernels::HugePageBuffer bigger(static_cast<size_t>(grown * slot_bytes));
+            if (kept) std::memcpy(bigger.data(), layer.data(), kept);
+            layer = std::move(bigger);
+        }
     reserved_ = grown;
 }
 
@@ -71,7 +80,7 @@ void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k,
     }
 }
 
-kernels::KvCacheView KvCache::view(const std::vector<std::byte>& data) const {
+kernels::KvCacheView KvCache::view(const kernels::HugePageBuffer& data) const {
     kernels::KvCacheView view;
     view.dtype = dtype_;
     view.data = data.data();
