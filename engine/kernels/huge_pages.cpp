@@ -15,6 +15,7 @@
 #include <windows.h>
 #else
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace oxinfer::kernels {
@@ -26,14 +27,24 @@ std::string megabytes(size_t bytes) { return std::to_string((bytes + (size_t{1} 
 
 }  // namespace
 
-HugePageBuffer::HugePageBuffer(size_t bytes) : size_(rounded_size(bytes)) {
+size_t page_bytes() {
+#ifdef _WIN32
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    return info.dwPageSize;
+#else
+    return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+#endif
+}
+
+HugePageBuffer::HugePageBuffer(size_t bytes) : size_(round_up(bytes, page_bytes())) {
     if (size_ == 0) return;
 #ifdef _WIN32
     data_ = static_cast<std::byte*>(VirtualAlloc(nullptr, size_, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE));
     if (!data_) throw Error("memory", "cannot allocate " + megabytes(size_) + " (Windows error " + std::to_string(GetLastError()) + ")");
 #else
     // Over-allocated by one huge page, then trimmed to an aligned range, which the kernel can
-    // back with huge pages from its first byte.
+    // back with huge pages from its first byte (up to the last whole one).
     const size_t mapped = size_ + kHugePageBytes;
     void* address = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (address == MAP_FAILED) throw Error("memory", "cannot allocate " + megabytes(size_) + ": " + std::strerror(errno));

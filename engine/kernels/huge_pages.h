@@ -14,7 +14,9 @@
 
 namespace oxinfer::kernels {
 
-// One zero-filled allocation of at least `bytes`, aligned to kHugePageBytes.
+// One zero-filled allocation of `bytes` (rounded up to whole pages of the system's size),
+// aligned to kHugePageBytes: the whole huge pages it spans can be huge pages, a last part smaller
+// than one is ordinary pages, so that nothing is allocated beyond what was asked for.
 class HugePageBuffer {
 public:
     static constexpr size_t kHugePageBytes = size_t{2} << 20;
@@ -29,14 +31,12 @@ public:
 
     std::byte* data() const { return data_; }
     size_t size() const { return size_; }
-    // The size a buffer asked for `bytes` has.
-    static size_t rounded_size(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
 
 private:
     void release() noexcept;
 
     std::byte* data_ = nullptr;
-    size_t size_ = 0;  // what was asked for, rounded up to whole huge pages
+    size_t size_ = 0;  // what was asked for, rounded up to whole pages
 };
 
 // Many allocations carved in turn out of HugePageBuffers of `piece_bytes`: weight matrices are

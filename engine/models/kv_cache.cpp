@@ -50,12 +50,8 @@ void KvCache::reserve(int64_t end) {
                                    " (--ctx sets it)");
     const int64_t slots = ring_ > 0 ? std::min(end, ring_) : end;
     if (slots <= reserved_) return;
-    const int64_t limit = ring_ > 0 ? ring_ : capacity_;
+    const int64_t grown = std::min(ring_ > 0 ? ring_ : capacity_, std::max({slots, reserved_ * 2, int64_t{256}}));
     const int64_t slot_bytes = kv_heads_ * head_dim_ * element_bytes(dtype_);
-    int64_t grown = std::min(limit, std::max({slots, reserved_ * 2, int64_t{256}}));
-    // Whole huge pages: the positions they hold beyond `grown` come free.
-    const size_t pages_bytes = kernels::HugePageBuffer::rounded_size(static_cast<size_t>(grown * slot_bytes));
-    grown = std::min(limit, static_cast<int64_t>(pages_bytes) / slot_bytes);
     const size_t kept = static_cast<size_t>(reserved_ * slot_bytes);
     for (auto* layers : {&keys_, &values_})
         for (kernels::HugePageBuffer& layer : *layers) {

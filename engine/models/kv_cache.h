@@ -1,9 +1,9 @@
 #pragma once
 // The keys and values of one sequence, per layer, laid out [position][kv head][head_dim] in f32,
 // f16 or bf16. Memory grows with the positions used (doubling, up to the context length), so a
-// short chat on a 128k-context model takes what it needs, not the whole window. It is whole huge
-// pages (kernels/huge_pages.h), as the weights: decoding reads every layer's keys a head at a
-// time, 512 bytes every 4 KB at f32, one 4 KB page per position; tg128 of Qwen3-0.6B q4_k on the
+// short chat on a 128k-context model takes what it needs, not the whole window. It is in huge
+// pages where it spans them (kernels/huge_pages.h), as the weights: decoding reads every layer's
+// keys a head at a time, 512 bytes of every 4 KB position at f32; tg128 of Qwen3-0.6B q4_k on the
 // Xeon VM, alternating runs, 1.02x.
 //
 // A sliding-window cache (window > 0: each query sees itself and window - 1 keys before it) is a
