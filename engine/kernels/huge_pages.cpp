@@ -41,13 +41,19 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : size_(round_up(bytes, page_bytes(
     if (size_ == 0) return;
 #ifdef _WIN32
     data_ = static_cast<std::byte*>(VirtualAlloc(nullptr, size_, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE));
-    if (!data_) throw Error("memory", "cannot allocate " + megabytes(size_) + " (Windows error " + std::to_string(GetLastError()) + ")");
+    if (!data_) {
+        const DWORD error = GetLastError();
+        throw Error("memory", "cannot allocate " + megabytes(size_) + " (Windows error " + std::to_string(error) + ")");
+    }
 #else
     // Over-allocated by one huge page, then trimmed to an aligned range, which the kernel can
     // back with huge pages from its first byte (up to the last whole one).
     const size_t mapped = size_ + kHugePageBytes;
     void* address = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (address == MAP_FAILED) throw Error("memory", "cannot allocate " + megabytes(size_) + ": " + std::strerror(errno));
+    if (address == MAP_FAILED) {
+        const int error = errno;
+        throw Error("memory", "cannot allocate " + megabytes(size_) + ": " + std::strerror(error));
+    }
     const auto start = reinterpret_cast<uintptr_t>(address);
     const uintptr_t aligned = round_up(start, kHugePageBytes);
     if (aligned > start) ::munmap(address, aligned - start);
@@ -87,14 +93,18 @@ void HugePageBuffer::release() noexcept {
 std::byte* HugePageArena::allocate(size_t bytes) {
     constexpr size_t kAlignment = 64;
     bytes = round_up(bytes, kAlignment);
-    allocated_ += bytes;
-    if (bytes > piece_bytes_ / 2) return own_buffers_.emplace_back(bytes).data();  // the open piece stays open
-    if (pieces_.empty() || used_ + bytes > pieces_.back().size()) {
-        pieces_.emplace_back(piece_bytes_);
-        used_ = 0;
+    std::byte* out = nullptr;
+    if (bytes > piece_bytes_ / 2) {
+        out = own_buffers_.emplace_back(bytes).data();  // the open piece stays open
+    } else {
+        if (pieces_.empty() || used_ + bytes > pieces_.back().size()) {
+            pieces_.emplace_back(piece_bytes_);
+            used_ = 0;
+        }
+        out = pieces_.back().data() + used_;
+        used_ += bytes;
     }
-    std::byte* out = pieces_.back().data() + used_;
-    used_ += bytes;
+    allocated_ += bytes;
     return out;
 }
 

@@ -15,8 +15,9 @@
 namespace oxinfer::kernels {
 
 // One zero-filled allocation of `bytes` (rounded up to whole pages of the system's size),
-// aligned to kHugePageBytes: the whole huge pages it spans can be huge pages, a last part smaller
-// than one is ordinary pages, so that nothing is allocated beyond what was asked for.
+// aligned to kHugePageBytes (on Windows to its allocation granularity): the whole huge pages it
+// spans can be huge pages, a last part smaller than one is ordinary pages, so that nothing is
+// allocated beyond what was asked for.
 class HugePageBuffer {
 public:
     static constexpr size_t kHugePageBytes = size_t{2} << 20;
