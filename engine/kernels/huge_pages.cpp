@@ -25,8 +25,6 @@ size_t round_up(size_t bytes, size_t multiple) { return (bytes + multiple - 1) /
 
 std::string megabytes(size_t bytes) { return std::to_string((bytes + (size_t{1} << 20) - 1) >> 20) + " MB"; }
 
-}  // namespace
-
 size_t page_bytes() {
 #ifdef _WIN32
     SYSTEM_INFO info;
@@ -36,6 +34,8 @@ size_t page_bytes() {
     return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 #endif
 }
+
+}  // namespace
 
 HugePageBuffer::HugePageBuffer(size_t bytes) : size_(round_up(bytes, page_bytes())) {
     if (size_ == 0) return;

@@ -132,9 +132,9 @@ float dot_f16_avx2(int64_t n, const std::byte* w, const void* a) {
 // bf16 weights against ActivationFormat::F32EvenOdd activations (groups of 16): each 32-bit lane
 // of a weight load holds values 2j (low half) and 2j+1 (high half), which become floats by a
 // shift and a mask. Half the instructions of widening 8 values at a time, which kept bf16 GEMV
-// below the memory bandwidth of a core. Unlike the other row dots it asks for no prefetch 2 KB ahead, only
-// for the page bursts: Llama-3.2-1B bf16 decoded 7-19% faster without it (5 of 5 alternating
-// runs, before the page bursts; with them, adding it back measured within the noise).
+// below the memory bandwidth of a core. Unlike the other row dots it asks for no prefetch 2 KB
+// ahead, only for the page bursts: Llama-3.2-1B bf16 decoded 7-19% faster without it (5 of 5
+// alternating runs, before the page bursts; with them, adding it back measured within the noise).
 float dot_bf16_even_odd_avx2(int64_t n, const std::byte* w, const void* a) {
     auto* p = reinterpret_cast<U8>(w);
     const auto* af = static_cast<const float*>(a);
