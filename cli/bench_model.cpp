@@ -2,8 +2,13 @@
 // processing (pp) and generation (tg) speed as llama-bench measures them. pp: p tokens in one
 // prefill into an empty cache. tg: n tokens decoded one at a time from an empty cache. One untimed
 // warm-up run each, then r timed repetitions; tokens/s as mean and sample standard deviation.
-// --bandwidth: the memory read bandwidth measured right before each timed tg run, and tg against
-// the bound it sets (weight bytes per token / bandwidth), run by run.
+// --bandwidth: tg against the bound that the memory read bandwidth sets (weight bytes per token /
+// bandwidth), run by run. The bandwidth is read in turn with the tokens: after each token, the
+// probe reads as many bytes as the token's weights (at least 256 MiB), outside the tokens' time.
+// A machine whose bandwidth swings with its neighbours' load (a cloud VM: 35 to 70 GB/s from one
+// second to the next on a 2-core EPYC) then gives the tokens and the probe the same conditions,
+// which one measurement before each run does not. The probe empties the caches between tokens,
+// which costs the tokens a little: the share errs low.
 
 #include "bench_model.h"
 #include "model_options.h"
@@ -29,18 +34,20 @@ struct Measurement {
     double mean = 0, stddev = 0;
     std::vector<double> samples;  // tokens/s of each timed run, as llama-bench's samples_ts
     std::optional<double> draft_acceptance;  // tgN+mtp: accepted / drafted over the timed runs
-    std::vector<double> bandwidth_gbs;       // --bandwidth: measured before each timed run
+    std::vector<double> bandwidth_gbs;       // --bandwidth: measured in turn with each timed run's tokens
 };
 
-// `before_run`, when given, runs before each timed run, outside the timing.
-Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<void()>& run,
-                    const std::function<void()>& before_run = {}) {
+double seconds_of(const std::function<void()>& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// `run` does one run and returns the seconds it timed.
+Measurement measure(const std::string& test, int repetitions, int64_t tokens, const std::function<double()>& run) {
     std::vector<double> rates;
     for (int r = 0; r <= repetitions; ++r) {
-        if (r > 0 && before_run) before_run();
-        const auto start = std::chrono::steady_clock::now();
-        run();
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double seconds = run();
         if (r > 0) rates.push_back(static_cast<double>(tokens) / seconds);  // run 0 warms up
     }
     Measurement m;
@@ -75,16 +82,25 @@ int run_model_bench(const Args& args) {
     if (prompt > 0)
         results.push_back(measure("pp" + std::to_string(prompt), repetitions, prompt, [&] {
             session.reset();
-            session.evaluate(std::span(ids.data(), static_cast<size_t>(prompt)));
+            return seconds_of([&] { session.evaluate(std::span(ids.data(), static_cast<size_t>(prompt))); });
         }));
     if (generate > 0) {
-        results.push_back(measure(
-            "tg" + std::to_string(generate), repetitions, generate,
-            [&] {
-                session.reset();
-                for (int64_t i = 0; i < generate; ++i) session.evaluate(std::span(ids.data() + i, 1));
-            },
-            probe ? std::function<void()>([&] { bandwidths.push_back(probe->measure(0.3)); }) : std::function<void()>()));
+        const int64_t probe_bytes = std::max<int64_t>(model->weight_bytes(), int64_t{256} << 20);
+        bool warm_up = true;
+        results.push_back(measure("tg" + std::to_string(generate), repetitions, generate, [&] {
+            session.reset();
+            double token_seconds = 0, probe_seconds = 0;
+            for (int64_t i = 0; i < generate; ++i) {
+                token_seconds += seconds_of([&] { session.evaluate(std::span(ids.data() + i, 1)); });
+                if (probe) probe_seconds += seconds_of([&] { probe->read(probe_bytes); });
+            }
+            if (probe && !warm_up) {
+                const int64_t bytes_read = std::min(probe_bytes, probe->bytes()) * generate;
+                bandwidths.push_back(static_cast<double>(bytes_read) / probe_seconds / 1e9);
+            }
+            warm_up = false;
+            return token_seconds;
+        }));
         results.back().bandwidth_gbs = bandwidths;
     }
     probe.reset();  // its 1 GiB is not needed past here
@@ -104,9 +120,11 @@ int run_model_bench(const Args& args) {
         int64_t drafted = 0, accepted = 0;
         Measurement m = measure("tg" + std::to_string(generate) + (draft_model ? "+draft" : "+mtp"), repetitions, generate, [&] {
             session.reset();
-            const GenerationResult result = session.generate(std::span(ids.data(), 1), draft);
-            drafted += result.stats.draft_tokens;
-            accepted += result.stats.accepted_draft_tokens;
+            return seconds_of([&] {
+                const GenerationResult result = session.generate(std::span(ids.data(), 1), draft);
+                drafted += result.stats.draft_tokens;
+                accepted += result.stats.accepted_draft_tokens;
+            });
         });
         m.draft_acceptance = drafted ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
         results.push_back(m);
@@ -114,7 +132,7 @@ int run_model_bench(const Args& args) {
 
     const std::string type = model->weight_type();
     // Over the runs, the median (the upper middle one for an even count) of tokens/s x weight bytes
-    // per token / the bandwidth measured before that run.
+    // per token / the bandwidth measured in turn with that run's tokens.
     const auto bound_fraction = [&](const Measurement& m) {
         std::vector<double> shares;
         for (size_t i = 0; i < m.samples.size() && i < m.bandwidth_gbs.size(); ++i)
@@ -145,7 +163,7 @@ int run_model_bench(const Args& args) {
     for (const Measurement& m : results)
         if (!m.bandwidth_gbs.empty()) {
             const auto [low, high] = std::minmax_element(m.bandwidth_gbs.begin(), m.bandwidth_gbs.end());
-            std::printf("\n%s: %.0f%% of the bandwidth bound (median of the runs; read bandwidth %.1f-%.1f GB/s, measured before each)\n",
+            std::printf("\n%s: %.0f%% of the bandwidth bound (median of the runs; read bandwidth %.1f-%.1f GB/s, measured in turn with the tokens)\n",
                         m.test.c_str(), 100 * bound_fraction(m), *low, *high);
         }
     for (const Measurement& m : results)

@@ -163,7 +163,7 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
             const Matrix m = make_matrix(type, rows, cols, 1, interleaved);
             std::vector<float> x(cols, 0.5f), y(static_cast<size_t>(rows));
             const auto [gemv, bandwidth] =
-                median_pair_in_turn(options.seconds_per_test, [&] { probe.read(); }, static_cast<double>(probe.bytes()),
+                median_pair_in_turn(options.seconds_per_test, [&] { probe.read(probe.bytes()); }, static_cast<double>(probe.bytes()),
                                     [&] { kernels::gemv(m.w, x.data(), 1, y.data(), pool); }, static_cast<double>(rows * row_bytes));
             result.gemv_gbs = gemv / 1e9;
             result.gemv_bandwidth_gbs = bandwidth / 1e9;
@@ -223,11 +223,12 @@ struct ReadBandwidthProbe::State {
 ReadBandwidthProbe::ReadBandwidthProbe(int threads) : state_(std::make_unique<State>(threads)) {}
 ReadBandwidthProbe::~ReadBandwidthProbe() = default;
 
-void ReadBandwidthProbe::read() {
+void ReadBandwidthProbe::read(int64_t bytes) {
     const kernels::MatmulTable& table = kernels::matmul_table(active_isa());
     State& s = *state_;
+    const int64_t count = std::clamp<int64_t>(bytes, 0, this->bytes()) / static_cast<int64_t>(sizeof(float));
     s.pool.run([&](int index, int threads) {
-        const int64_t begin = State::kCount * index / threads, end = State::kCount * (index + 1) / threads;
+        const int64_t begin = count * index / threads, end = count * (index + 1) / threads;
         s.sums[static_cast<size_t>(index)] = table.read_sum(s.buffer() + begin, end - begin);
     });
 }
@@ -235,7 +236,7 @@ void ReadBandwidthProbe::read() {
 int64_t ReadBandwidthProbe::bytes() const { return State::kCount * static_cast<int64_t>(sizeof(float)); }
 
 double ReadBandwidthProbe::measure(double seconds) {
-    return static_cast<double>(bytes()) / best_seconds(seconds, [&] { read(); }) / 1e9;
+    return static_cast<double>(bytes()) / best_seconds(seconds, [&] { read(bytes()); }) / 1e9;
 }
 
 }  // namespace oxinfer

@@ -63,9 +63,9 @@ public:
     ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
     // GB/s: the fastest read of the buffer within about `seconds` (at least two reads).
     double measure(double seconds);
-    // One read of the whole buffer by every thread, and its size: for callers that time reads in
-    // turn with something else.
-    void read();
+    // One read of the first `bytes` of the buffer (at most bytes()) by every thread: for callers
+    // that time reads in turn with something else.
+    void read(int64_t bytes);
     int64_t bytes() const;
 
 private:
