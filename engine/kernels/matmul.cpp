@@ -7,6 +7,7 @@
 
 #include <oxinfer/checkpoint.h>
 #include <oxinfer/error.h>
+#include <oxinfer/platform.h>
 
 #include <algorithm>
 #include <cmath>
@@ -350,8 +351,12 @@ void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t 
 // per byte is high gain from two: tg128 in alternating runs, interleaved Q4_K +13% (Qwen3-0.6B and
 // Llama-3.2-1B), plain Q4_K and Q8_0 rows +3% and +5% (Qwen3-0.6B); more than two gained less.
 // The cheapest kernels keep one: interleaved Q8_0 (Qwen3 +1%, Llama -3%) and float rows (bf16
-// -2%, within the noise).
+// -2%, within the noise). On AMD, interleaved Q4_K keeps one too: on a 2-core EPYC VM (Zen 5), with
+// the AVX-512 kernel that computes it in 512-bit vectors, tg128 of Qwen3-0.6B q4_k with
+// --bandwidth in rotating runs, medians of 5: one stream 0.78 of the bound, two 0.71.
 int64_t read_streams(const WeightMatrix& w) {
+    static const bool amd = platform().cpu_vendor == "AuthenticAMD";
+    if (w.dtype == DType::Q4_K && w.interleaved && amd) return 1;
     const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved;
     return dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
 }

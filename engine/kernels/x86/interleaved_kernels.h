@@ -1,9 +1,10 @@
 #pragma once
 // Kernels for interleaved Q4_K and Q8_0 weights (kernels/interleave.h): a group's 8 rows in the 8
 // int32 lanes of a 256-bit vector, each 4 codes of a row multiplied by the same 4 activations
-// broadcast from memory. For two levels: AVX2 (kVnni false: maddubs, 16-bit sums) and AVX-512
-// VNNI (kVnni true: vpdpbusd). Internal linkage, as k_quant_kernels.h (which this builds on);
-// include after <immintrin.h> (or the tests' AVX-512 emulation header).
+// broadcast from memory. Q8_0 for two levels: AVX2 (kVnni false: maddubs, 16-bit sums) and AVX-512
+// VNNI (kVnni true: vpdpbusd); Q4_K for AVX2, and the pieces of a Q4_K group block that the
+// AVX-512 VNNI kernel (matmul_avx512bf16.cpp) shares. Internal linkage, as k_quant_kernels.h (which
+// this builds on); include after <immintrin.h> (or the tests' AVX-512 emulation header).
 
 #include "kernels/block_layouts.h"
 #include "kernels/interleave.h"
@@ -20,108 +21,127 @@ inline __m256i broadcast_4_bytes(const int8_t* p) {
     return _mm256_set1_epi32(v);
 }
 
-// Asks for a group block's cache lines kPrefetchBytes (2 KB) ahead: a thread's groups are one
-// contiguous stream. Not block_prefetch's 4 KB of the row dots on Intel: on a 2-core Xeon VM
-// (Sapphire Rapids class), GEMVs in the shapes of one Qwen3-0.6B token, 15 rounds alternating in one
-// process, Q4_K decoded at a median 55.5 tokens/s with 2 KB (1.5-3 KB alike) and 51.6 with 4 KB;
-// Q8_0 showed no difference.
+// Asks for a group block's cache lines group_bytes_ahead ahead (weight_prefetch.h): a thread's
+// groups are one contiguous stream.
 template <int kBytes>
 inline void prefetch_group_block(const uint8_t* p) {
-    for (int line = 0; line < kBytes; line += 64) prefetch_weights(p + line);
+    const char* ahead = reinterpret_cast<const char*>(p) + group_bytes_ahead;
+    for (int line = 0; line < kBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 
-// Q4_K: per group block, the 8 rows' scales and mins unpacked at once; per sub-block of 32 values
-// the 8 rows' integer sums in the lanes of one vector, weighted by their scales in integers; the
-// block's d and dmin applied in float as dot_q4_k_scalar does.
-//  - VNNI: vpdpbusd on the low nibbles, and on the high nibbles left in place (16 times the code,
-//    at most 4 * 240 * 127 per instruction), whose sum is shifted back (exact: a multiple of 16).
-//  - AVX2: maddubs sums pairs of products into 16 bits; 8 of them per sub-block (at most
-//    8 * 2 * 15 * 127 = 30480) add up in 16 bits before madd weights them by the scale.
-template <int T, bool kVnni>
-void q4_k_interleaved_tokens(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy) {
-    constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
+// A Q4_K group block's scales and mins, unpacked for its 8 rows at once.
+struct Q4KGroupScales {
+    // Byte 8 j + r: sub-block j's 6-bit scale of row r (sub-blocks 0-3 in the first, 4-7 in the second).
+    __m256i scales[2];
+    // The mins of sub-blocks 2c and 2c+1 as an int16 pair per row lane: madd's first operand.
+    __m256i min_pairs[4];
+};
+
+inline Q4KGroupScales unpack_q4_k_group_scales(const uint8_t* p) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), low6 = _mm256_set1_epi8(63), bits45 = _mm256_set1_epi8(0x30);
+    // Byte i of the 12 scale bytes of all 8 rows, 4 values of i per vector (see k4_scale_min).
+    const __m256i s03 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+    const __m256i s47 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
+    const __m256i s811 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96));
+    Q4KGroupScales out;
+    out.scales[0] = _mm256_and_si256(s03, low6);
+    out.scales[1] = _mm256_or_si256(_mm256_and_si256(s811, low4), _mm256_and_si256(_mm256_srli_epi16(s03, 2), bits45));
+    const __m256i mins03 = _mm256_and_si256(s47, low6);
+    const __m256i mins47 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s811, 4), low4), _mm256_and_si256(_mm256_srli_epi16(s47, 2), bits45));
+    for (int half = 0; half < 2; ++half) {
+        const __m256i mins = half ? mins47 : mins03;
+        const __m256i pairs = _mm256_unpacklo_epi8(mins, _mm256_srli_si256(mins, 8));
+        out.min_pairs[2 * half] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(pairs));
+        out.min_pairs[2 * half + 1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(pairs, 1));
+    }
+    return out;
+}
+
+// The scales of sub-blocks 2c (low nibbles) and 2c+1 (high nibbles), one int32 per row lane.
+inline void q4_k_pair_scales(const Q4KGroupScales& s, int c, __m256i& low, __m256i& high) {
+    const __m128i bytes = c % 2 ? _mm256_extracti128_si256(s.scales[c / 2], 1) : _mm256_castsi256_si128(s.scales[c / 2]);
+    low = _mm256_cvtepu8_epi32(bytes);
+    high = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+}
+
+// acc + the block's part of one token's 8 dot products, as dot_q4_k_scalar computes it: d times
+// the scaled integer sums (sumi), less dmin times the mins weighted by the activations'
+// 32-value sums, both times the activations' d.
+inline __m256 add_q4_k_group_block(__m256 acc, __m256 d, __m256 dmin, const Q4KGroupScales& s, __m256i sumi, const ActBlock256& a) {
+    __m256i summ = _mm256_setzero_si256();
+    for (int pair = 0; pair < 4; ++pair) {
+        int32_t sums;  // the activations' sums of sub-blocks 2 pair and 2 pair + 1
+        __builtin_memcpy(&sums, a.sums32 + 2 * pair, 4);
+        summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.min_pairs[pair], _mm256_set1_epi32(sums)));
+    }
+    const __m256 ad = _mm256_set1_ps(a.d);
+    return _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi)),
+                                            _mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ))));
+}
+
+// A group's Q4_K blocks for T tokens, the loop that every level's kernel shares: per group block,
+// the 8 rows' scales and mins unpacked at once; pair_sums(block, b, c, scales, sumi) adds to
+// sumi[t] the 8 rows' integer sums of sub-blocks 2c and 2c+1 against token t, weighted by their
+// scales in integers; the block's d and dmin applied in float as dot_q4_k_scalar does.
+template <int T, class PairSums>
+void q4_k_group_blocks(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy, PairSums&& pair_sums) {
+    constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
     __m256 acc[T];
     for (__m256& a : acc) a = _mm256_setzero_ps();
-    alignas(32) uint8_t scales[64];  // scales[8 j + r]: sub-block j's scale of row r
     for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
         prefetch_group_block<kGroupBlock>(p);
-        // Byte i of the 12 scale bytes of all 8 rows, 4 values of i per vector (see k4_scale_min).
-        const __m256i s03 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-        const __m256i s47 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
-        const __m256i s811 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(scales), _mm256_and_si256(s03, low6));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(scales + 32),
-                           _mm256_or_si256(_mm256_and_si256(s811, low4), _mm256_and_si256(_mm256_srli_epi16(s03, 2), bits45)));
-        OXINFER_RELOAD_FROM_MEMORY(scales);
-        const __m256i mins03 = _mm256_and_si256(s47, low6);
-        const __m256i mins47 =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s811, 4), low4), _mm256_and_si256(_mm256_srli_epi16(s47, 2), bits45));
-        // The mins of sub-blocks 2c and 2c+1 as an int16 pair per row lane: madd's first operand.
-        __m256i min_pairs[4];
-        for (int half = 0; half < 2; ++half) {
-            const __m256i mins = half ? mins47 : mins03;
-            const __m256i pairs = _mm256_unpacklo_epi8(mins, _mm256_srli_si256(mins, 8));
-            min_pairs[2 * half] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(pairs));
-            min_pairs[2 * half + 1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(pairs, 1));
-        }
+        const Q4KGroupScales s = unpack_q4_k_group_scales(p);
         __m256i sumi[T];
-        for (__m256i& s : sumi) s = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {
-            __m256i lo_sum[T], hi_sum[T];
-            for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm256_setzero_si256();
-            for (int k = 0; k < 8; ++k) {
-                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * (8 * c + k)));
-                const __m256i lo = _mm256_and_si256(codes, low4);
-                const __m256i hi = kVnni ? _mm256_andnot_si256(low4, codes) : _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
-                for (int t = 0; t < T; ++t) {
-                    const __m256i a_lo = broadcast_4_bytes(act[t][b].q + 64 * c + 4 * k);
-                    const __m256i a_hi = broadcast_4_bytes(act[t][b].q + 64 * c + 32 + 4 * k);
-                    if constexpr (kVnni) {
-                        lo_sum[t] = _mm256_dpbusd_epi32(lo_sum[t], lo, a_lo);
-                        hi_sum[t] = _mm256_dpbusd_epi32(hi_sum[t], hi, a_hi);
-                    } else {
-                        lo_sum[t] = _mm256_add_epi16(lo_sum[t], _mm256_maddubs_epi16(lo, a_lo));
-                        hi_sum[t] = _mm256_add_epi16(hi_sum[t], _mm256_maddubs_epi16(hi, a_hi));
-                    }
-                }
-            }
-            const __m256i scale_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 16 * c)));
-            const __m256i scale_hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 16 * c + 8)));
-            for (int t = 0; t < T; ++t) {
-                if constexpr (kVnni) {
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo_sum[t], scale_lo));
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_srai_epi32(hi_sum[t], 4), scale_hi));
-                } else {  // the scale in both halves of each lane: madd weights both 16-bit sums by it
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(lo_sum[t], _mm256_or_si256(scale_lo, _mm256_slli_epi32(scale_lo, 16))));
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(hi_sum[t], _mm256_or_si256(scale_hi, _mm256_slli_epi32(scale_hi, 16))));
-                }
-            }
-        }
+        for (__m256i& sum : sumi) sum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) pair_sums(p, b, c, s, sumi);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-        for (int t = 0; t < T; ++t) {
-            __m256i summ = _mm256_setzero_si256();
-            for (int pair = 0; pair < 4; ++pair) {
-                int32_t sums;  // the activations' sums of sub-blocks 2 pair and 2 pair + 1
-                __builtin_memcpy(&sums, act[t][b].sums32 + 2 * pair, 4);
-                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(min_pairs[pair], _mm256_set1_epi32(sums)));
-            }
-            const __m256 ad = _mm256_set1_ps(act[t][b].d);
-            acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t])),
-                                                         _mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ))));
-        }
+        for (int t = 0; t < T; ++t) acc[t] = add_q4_k_group_block(acc[t], d, dmin, s, sumi[t], act[t][b]);
     }
     for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-template <bool kVnni>
+// Q4_K on AVX2: a sub-block's 8 rows in the lanes of one vector. maddubs sums pairs of products
+// into 16 bits; 8 of them per sub-block (at most 8 * 2 * 15 * 127 = 30480) add up in 16 bits
+// before madd weights them by the scale. (AVX-512 VNNI: matmul_avx512bf16.cpp.)
+template <int T>
+struct Q4KInterleavedAvx2 {
+    static void run(int64_t blocks, const uint8_t* group, const ActBlock256* const* act, float* y, int64_t ldy) {
+        const __m256i low4 = _mm256_set1_epi8(0x0F);
+        q4_k_group_blocks<T>(blocks, group, act, y, ldy, [&](const uint8_t* p, int64_t b, int c, const Q4KGroupScales& s, __m256i(&sumi)[T]) {
+            __m256i lo_sum[T], hi_sum[T];
+            for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm256_setzero_si256();
+            for (int k = 0; k < 8; ++k) {
+                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * (8 * c + k)));
+                const __m256i lo = _mm256_and_si256(codes, low4), hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+                for (int t = 0; t < T; ++t) {
+                    lo_sum[t] = _mm256_add_epi16(lo_sum[t], _mm256_maddubs_epi16(lo, broadcast_4_bytes(act[t][b].q + 64 * c + 4 * k)));
+                    hi_sum[t] = _mm256_add_epi16(hi_sum[t], _mm256_maddubs_epi16(hi, broadcast_4_bytes(act[t][b].q + 64 * c + 32 + 4 * k)));
+                }
+            }
+            __m256i scale_lo, scale_hi;
+            q4_k_pair_scales(s, c, scale_lo, scale_hi);
+            // The scale in both halves of each lane: madd weights both 16-bit sums by it.
+            scale_lo = _mm256_or_si256(scale_lo, _mm256_slli_epi32(scale_lo, 16));
+            scale_hi = _mm256_or_si256(scale_hi, _mm256_slli_epi32(scale_hi, 16));
+            for (int t = 0; t < T; ++t) {
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(lo_sum[t], scale_lo));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(hi_sum[t], scale_hi));
+            }
+        });
+    }
+};
+
+// The interleaved Q4_K tile (InterleavedTile) of a level's one-group kernel, Kernel<T>::run(blocks,
+// group, acts, y, ldy) for T tokens.
+template <template <int> class Kernel>
 void interleaved_q4_k(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
     const int64_t group_stride = cols / 256 * kInterleavedRows * blocks::kQ4_KBytes;
     with_tokens(tokens, [&](auto count) {
         for (int g = 0; g < groups; ++g)
-            q4_k_interleaved_tokens<decltype(count)::value, kVnni>(cols / 256, reinterpret_cast<const uint8_t*>(group) + g * group_stride,
-                                                                   reinterpret_cast<const ActBlock256* const*>(acts), y + g * kInterleavedRows, ldy);
+            Kernel<decltype(count)::value>::run(cols / 256, reinterpret_cast<const uint8_t*>(group) + g * group_stride,
+                                                 reinterpret_cast<const ActBlock256* const*>(acts), y + g * kInterleavedRows, ldy);
     });
 }
 

@@ -80,10 +80,10 @@ float dot_f16_avx512(int64_t n, const std::byte* w, const void* a) {
 // 1024-value rows in 4 KB pages, 2 threads, in alternating rounds: 18 GB/s widening 16 values per
 // 32-byte load (the kernel before this one), 20.5 one row at a time this way, 21.6-24 two rows
 // (four rows: 20-21).
-// It asks for each line 2 KB ahead and, unlike the other float rows, without the page bursts: one
-// row with them read 17-19 GB/s, without 20-22.
+// It asks for each line `ahead` bytes ahead (bf16_row_streaming) and, unlike the other float rows,
+// without the page bursts: one row with them read 17-19 GB/s on the Xeon, without 20-22.
 template <int R>
-void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, const float* af, float* y) {
+void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, const float* af, float* y, int ahead) {
     const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
     __m512 even[R], odd[R];
     for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_ps();
@@ -92,7 +92,7 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
         const __m512 a_even = _mm512_loadu_ps(af + i), a_odd = _mm512_loadu_ps(af + i + 16);
         for (int r = 0; r < R; ++r) {
             const uint8_t* row = p + r * row_bytes + 2 * i;
-            prefetch_weights(row);
+            _mm_prefetch(reinterpret_cast<const char*>(row) + ahead, _MM_HINT_T0);
             const __m512i bits = _mm512_loadu_si512(row);
             even[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)), a_even, even[r]);
             odd[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(bits, high)), a_odd, odd[r]);
@@ -107,20 +107,20 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
     for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
 }
 
-// Rows of up to this many bytes go two at a time. From huge pages, on the Xeon VM (2 threads, 1 GB,
-// rounds alternating): 1024-value rows 35 GB/s two at a time, 34-35 one at a time; 2048-value
-// rows 30 two at a time, 32-33 one at a time; 3072 and 8192 alike. tg128 in alternating runs, two
-// rows only up to 2 KB against always: Qwen3-0.6B bf16 1.04, Llama-3.2-1B bf16 1.04; one row
-// always: Qwen3-0.6B 0.97.
-constexpr int64_t kPairedBf16RowBytes = 2048;
-
+// Rows of up to bf16_row_streaming.paired_row_bytes go two at a time. On Intel 2 KB: from huge
+// pages, on the Xeon VM (2 threads, 1 GB, rounds alternating): 1024-value rows 35 GB/s two at a
+// time, 34-35 one at a time; 2048-value rows 30 two at a time, 32-33 one at a time; 3072 and 8192
+// alike. tg128 in alternating runs, two rows only up to 2 KB against always: Qwen3-0.6B bf16 1.04,
+// Llama-3.2-1B bf16 1.04; one row always: Qwen3-0.6B 0.97. AMD (Zen 5): one row at a time
+// (weight_prefetch.cpp).
 void dot_bf16_rows_avx512(int64_t cols, const std::byte* weights, int64_t row_bytes, int64_t rows, const void* activations, float* y) {
     const auto* p = reinterpret_cast<U8>(weights);
     const auto* af = static_cast<const float*>(activations);
+    const int ahead = bf16_row_streaming.bytes_ahead;
     int64_t r = 0;
-    if (row_bytes <= kPairedBf16RowBytes)
-        for (; r + 2 <= rows; r += 2) dot_bf16_even_odd_avx512<2>(cols, p + r * row_bytes, row_bytes, af, y + r);
-    for (; r < rows; ++r) dot_bf16_even_odd_avx512<1>(cols, p + r * row_bytes, row_bytes, af, y + r);
+    if (row_bytes <= bf16_row_streaming.paired_row_bytes)
+        for (; r + 2 <= rows; r += 2) dot_bf16_even_odd_avx512<2>(cols, p + r * row_bytes, row_bytes, af, y + r, ahead);
+    for (; r < rows; ++r) dot_bf16_even_odd_avx512<1>(cols, p + r * row_bytes, row_bytes, af, y + r, ahead);
 }
 
 // The 6 x 16 tile: one zmm of weights per k, six broadcast activations. Six accumulators cannot

@@ -1,6 +1,6 @@
 // AVX-512 with BF16 and VNNI, on top of the AVX-512 table: Q8_0 and Q4_0 row dots through vpdpbusd,
 // the Q4_K and Q6_K row dots and prefill tiles through vpdpwssd (k_quant_kernels.h), the
-// interleaved Q4_K and Q8_0 kernels through vpdpbusd (interleaved_kernels.h),
+// interleaved Q4_K (here, in 512-bit vectors) and Q8_0 (interleaved_kernels.h) kernels through vpdpbusd,
 // and the bf16 GEMM through vdpbf16ps (two multiply-adds per lane per instruction, on bf16 pairs) for
 // matrices that allow bf16-rounded activations (WeightMatrix::bf16_activations).
 //
@@ -70,6 +70,54 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
     }
 }
 
+// Interleaved Q4_K (interleave.h) in 512-bit vectors: one 64-byte load holds two 4-byte steps of
+// the 8 rows' codes (lanes 0-7 step k, lanes 8-15 step k + 1), and vpermd puts each step's 4
+// activations in its half from one 64-byte load of the sub-block pair's activations. Per sub-block
+// the two halves' sums add up before the scale weights them, in the loop the AVX2 kernel shares
+// (interleaved_kernels.h). vpdpbusd takes the low nibbles, and the high nibbles left in place (16
+// times the code: at most 8 * 4 * 240 * 127 per lane and sub-block), whose sum is shifted back
+// (exact: a multiple of 16). On a 2-core EPYC VM (Zen 5), one core on 36 KB of groups in L1/L2:
+// 65 GB/s, against 41 GB/s for the same steps in 256-bit vectors with broadcast activations (the
+// kernel this one replaced); tg128 of Qwen3-0.6B q4_k with --bandwidth, alternating runs: 0.72 of
+// the bound before, 0.77 after.
+template <int T>
+struct Q4KInterleavedAvx512 {
+    static void run(int64_t blocks, const uint8_t* group, const ActBlock256* const* act, float* y, int64_t ldy) {
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+        // place[j], j < 4: lanes 0-7 take 32-bit word 2j of the pair's activations, lanes 8-15
+        // word 2j + 1 (steps 2j, 2j + 1 of the low nibbles' sub-block); j >= 4: the same 8 words
+        // on (the high nibbles' sub-block).
+        __m512i place[8];
+        for (int j = 0; j < 8; ++j) {
+            const int word = 2 * (j % 4) + 8 * (j / 4);
+            place[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(word)), _mm256_set1_epi32(word + 1), 1);
+        }
+        q4_k_group_blocks<T>(blocks, group, act, y, ldy, [&](const uint8_t* p, int64_t b, int c, const Q4KGroupScales& s, __m256i(&sumi)[T]) {
+            __m512i a[T], lo_sum[T], hi_sum[T];
+            for (int t = 0; t < T; ++t) {
+                a[t] = _mm512_loadu_si512(act[t][b].q + 64 * c);
+                lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
+            }
+            for (int step = 0; step < 4; ++step) {
+                const __m512i codes = _mm512_loadu_si512(p + 128 + 32 * (8 * c + 2 * step));
+                const __m512i lo = _mm512_and_si512(codes, low4), hi = _mm512_andnot_si512(low4, codes);
+                for (int t = 0; t < T; ++t) {
+                    lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_permutexvar_epi32(place[step], a[t]));
+                    hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_permutexvar_epi32(place[4 + step], a[t]));
+                }
+            }
+            __m256i scale_lo, scale_hi;
+            q4_k_pair_scales(s, c, scale_lo, scale_hi);
+            for (int t = 0; t < T; ++t) {
+                const __m256i lo = _mm256_add_epi32(_mm512_castsi512_si256(lo_sum[t]), _mm512_extracti64x4_epi64(lo_sum[t], 1));
+                const __m256i hi = _mm256_add_epi32(_mm512_castsi512_si256(hi_sum[t]), _mm512_extracti64x4_epi64(hi_sum[t], 1));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo, scale_lo));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_srai_epi32(hi, 4), scale_hi));
+            }
+        });
+    }
+};
+
 double peak_bf16_probe_avx512(int64_t iterations, float* sink) {
     // 12 independent vdpbf16ps chains; each lane adds two products (4 floating-point operations).
     __m512 c[12];
@@ -93,7 +141,7 @@ void fill_matmul_avx512bf16(MatmulTable& table) {
     table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
     table.gemm_q6_k_tile = gemm_q6_k_tile<true>;
     table.dot_q6_k = over_rows<dot_q6_k<true>>;
-    table.interleaved_q4_k = interleaved_q4_k<true>;
+    table.interleaved_q4_k = interleaved_q4_k<Q4KInterleavedAvx512>;
     table.interleaved_q8_0 = interleaved_q8_0<true, true>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;

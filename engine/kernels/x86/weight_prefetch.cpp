@@ -1,4 +1,4 @@
-// The prefetch policy of block-quantised rows for this CPU (weight_prefetch.h), chosen once.
+// The prefetch policies of the GEMV kernels for this CPU (weight_prefetch.h), chosen once.
 
 #include <immintrin.h>
 
@@ -13,5 +13,19 @@ namespace oxinfer::kernels {
 // bursts were first measured.
 const BlockPrefetch block_prefetch =
     platform().cpu_vendor == "GenuineIntel" ? BlockPrefetch{4096, false} : BlockPrefetch{kPrefetchBytes, true};
+
+// Intel: 2 KB ahead and rows of up to 2 KB in pairs, measured on the Xeon VM (matmul_avx512.cpp).
+// AMD: one row at a time, 8 KB ahead. On a 2-core EPYC VM (Zen 5), Qwen3-0.6B's layer matrices in
+// bf16 (881 MB in huge pages), 2 threads, each pass timed in turn with an equal read of the
+// bandwidth probe, medians of 8-10 alternating rounds: the Intel policy streamed at 74-80% of the
+// probe's bandwidth; one row at a time 2 KB ahead 77-90%, 4 KB 85-94%, 8 KB 89-97%, 12-16 KB
+// 90%; rows in pairs 8 KB ahead 84%.
+const Bf16RowStreaming bf16_row_streaming =
+    platform().cpu_vendor == "GenuineIntel" ? Bf16RowStreaming{kPrefetchBytes, 2048} : Bf16RowStreaming{8192, 0};
+
+// Intel: 2 KB (interleaved_kernels.h's measurements on the Xeon VM). AMD: 4 KB. On the Zen 5 VM,
+// tg128 with --bandwidth in rotating runs, medians of 4-5: Qwen3-0.6B q4_k at 0.75 of the bound
+// with 2 KB, 0.77 with 4 KB, 0.73 with 8 KB; q8_0 0.86 with 2 KB, 0.87 with 4 KB.
+const int group_bytes_ahead = platform().cpu_vendor == "GenuineIntel" ? kPrefetchBytes : 4096;
 
 }  // namespace oxinfer::kernels

@@ -23,6 +23,19 @@ struct BlockPrefetch {
 };
 extern const BlockPrefetch block_prefetch;
 
+// How the AVX-512 bf16 row dot (matmul_avx512.cpp) streams its rows on this CPU: each cache line
+// asked for `bytes_ahead` ahead, and rows of up to `paired_row_bytes` two at a time (sharing each
+// activation load), longer ones one at a time.
+struct Bf16RowStreaming {
+    int bytes_ahead;
+    int64_t paired_row_bytes;
+};
+extern const Bf16RowStreaming bf16_row_streaming;
+
+// How far ahead the interleaved Q4_K and Q8_0 kernels (interleaved_kernels.h) ask for their group
+// blocks.
+extern const int group_bytes_ahead;
+
 namespace {
 
 // Asking for the weights this far ahead of a row dot keeps more cache-line reads in flight than
