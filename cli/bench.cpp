@@ -25,7 +25,7 @@ int run_bench(const std::vector<std::string>& argv) {
     options.push_back({"n-gen", "n", "N", "--model: generated tokens for tg (default 128; 0 skips tg)"});
     options.push_back({"repetitions", "r", "N", "--model: repetitions (default 5), after one warm-up run"});
     options.push_back({"mtp", "", "", "--model: also tgN+mtp, greedy generation drafting with the multi-token-prediction head (Qwen3.5), and its acceptance"});
-    options.push_back({"bandwidth", "", "", "--model: measure the memory read bandwidth before each tg run and report tg against the bound it sets"});
+    options.push_back({"bandwidth", "", "", "--model: read memory in turn with the tg tokens and report tg against the bound that bandwidth sets"});
     // --draft-model (a model load option): also tgN+draft, drafting with it.
     for (auto& o : model_load_options()) options.push_back(o);
     options.push_back({"types", "", "LIST", "comma-separated weight types for --kernels (default f32,f16,bf16,q8_0,q4_0,q4_k,q6_k)"});

@@ -192,7 +192,7 @@ private slots:
             QCOMPARE(report[0]["type"].get<std::string>(), std::string(type));
             QVERIFY(report[1]["tok_s"].get<double>() > 0 && report[0]["threads"].get<int>() == 2 && report[0]["model_bytes"].get<double>() > 0);
         }
-        // --bandwidth: a read bandwidth before each tg run, and tg against the bound it sets, run by run
+        // --bandwidth: a read bandwidth per tg run (read in turn with its tokens), and tg against the bound it sets, run by run
         // (the median of two is the larger share).
         const auto bound = run_cli({"bench", "--model", dir.filePath("synth-bf16.gguf"), "-p", "0", "-n", "4", "-r", "2", "-t", "2", "--bandwidth", "--json"});
         QVERIFY2(bound.exit_code == 0, bound.err.constData());
