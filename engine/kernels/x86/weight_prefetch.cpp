@@ -23,9 +23,12 @@ const BlockPrefetch block_prefetch =
 const Bf16RowStreaming bf16_row_streaming =
     platform().cpu_vendor == "GenuineIntel" ? Bf16RowStreaming{kPrefetchBytes, 2048} : Bf16RowStreaming{8192, 0};
 
-// Intel: 2 KB (interleaved_kernels.h's measurements on the Xeon VM). AMD: 4 KB. On the Zen 5 VM,
-// tg128 with --bandwidth in rotating runs, medians of 4-5: Qwen3-0.6B q4_k at 0.75 of the bound
-// with 2 KB, 0.77 with 4 KB, 0.73 with 8 KB; q8_0 0.86 with 2 KB, 0.87 with 4 KB.
+// Intel: 2 KB, not block_prefetch's 4 KB: on a 2-core Xeon VM (Sapphire Rapids class), GEMVs in the
+// shapes of one Qwen3-0.6B token, 15 rounds alternating in one process, Q4_K decoded at a median
+// 55.5 tokens/s with 2 KB (1.5-3 KB alike) and 51.6 with 4 KB; Q8_0 showed no difference. AMD:
+// 4 KB. On the Zen 5 VM, tg128 with --bandwidth in rotating runs, medians of 4-5: Qwen3-0.6B q4_k
+// at 0.75 of the bound with 2 KB, 0.77 with 4 KB, 0.73 with 8 KB; q8_0 0.86 with 2 KB, 0.87 with
+// 4 KB.
 const int group_bytes_ahead = platform().cpu_vendor == "GenuineIntel" ? kPrefetchBytes : 4096;
 
 }  // namespace oxinfer::kernels
