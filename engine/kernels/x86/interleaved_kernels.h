@@ -65,71 +65,71 @@ inline void q4_k_pair_scales(const Q4KGroupScales& s, int c, __m256i& low, __m25
     high = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
 }
 
-// acc + the block's part of one token's 8 dot products, as dot_q4_k_scalar computes it: d times
-// the scaled integer sums (sumi), less dmin times the mins weighted by the activations'
+// acc[t] + the block's part of token t's 8 dot products, as dot_q4_k_scalar computes it: d times
+// the scaled integer sums (sumi[t]), less dmin times the mins weighted by the activations'
 // 32-value sums, both times the activations' d.
-inline __m256 add_q4_k_group_block(__m256 acc, __m256 d, __m256 dmin, const Q4KGroupScales& s, __m256i sumi, const ActBlock256& a) {
-    __m256i summ = _mm256_setzero_si256();
-    for (int pair = 0; pair < 4; ++pair) {
-        int32_t sums;  // the activations' sums of sub-blocks 2 pair and 2 pair + 1
-        __builtin_memcpy(&sums, a.sums32 + 2 * pair, 4);
-        summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.min_pairs[pair], _mm256_set1_epi32(sums)));
+template <int T>
+inline void add_q4_k_group_block(const uint8_t* p, const Q4KGroupScales& s, const __m256i (&sumi)[T], const ActBlock256* const* act,
+                                 int64_t b, __m256 (&acc)[T]) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
+    for (int t = 0; t < T; ++t) {
+        __m256i summ = _mm256_setzero_si256();
+        for (int pair = 0; pair < 4; ++pair) {
+            int32_t sums;  // the activations' sums of sub-blocks 2 pair and 2 pair + 1
+            __builtin_memcpy(&sums, act[t][b].sums32 + 2 * pair, 4);
+            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(s.min_pairs[pair], _mm256_set1_epi32(sums)));
+        }
+        const __m256 ad = _mm256_set1_ps(act[t][b].d);
+        acc[t] = _mm256_add_ps(acc[t], _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t])),
+                                                     _mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ))));
     }
-    const __m256 ad = _mm256_set1_ps(a.d);
-    return _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi)),
-                                            _mm256_mul_ps(_mm256_mul_ps(dmin, ad), _mm256_cvtepi32_ps(summ))));
 }
 
-// A group's Q4_K blocks for T tokens, the loop that every level's kernel shares: per group block,
-// the 8 rows' scales and mins unpacked at once; pair_sums(block, b, c, scales, sumi) adds to
-// sumi[t] the 8 rows' integer sums of sub-blocks 2c and 2c+1 against token t, weighted by their
-// scales in integers; the block's d and dmin applied in float as dot_q4_k_scalar does.
-template <int T, class PairSums>
-void q4_k_group_blocks(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy, PairSums&& pair_sums) {
-    constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
-    __m256 acc[T];
-    for (__m256& a : acc) a = _mm256_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
-        prefetch_group_block<kGroupBlock>(p);
-        const Q4KGroupScales s = unpack_q4_k_group_scales(p);
-        __m256i sumi[T];
-        for (__m256i& sum : sumi) sum = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) pair_sums(p, b, c, s, sumi);
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-        for (int t = 0; t < T; ++t) acc[t] = add_q4_k_group_block(acc[t], d, dmin, s, sumi[t], act[t][b]);
-    }
-    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
-}
-
-// Q4_K on AVX2: a sub-block's 8 rows in the lanes of one vector. maddubs sums pairs of products
-// into 16 bits; 8 of them per sub-block (at most 8 * 2 * 15 * 127 = 30480) add up in 16 bits
-// before madd weights them by the scale. (AVX-512 VNNI: matmul_avx512bf16.cpp.)
+// Q4_K on AVX2: per group block, the 8 rows' scales and mins unpacked at once; per sub-block of 32
+// values the 8 rows' integer sums in the lanes of one vector, weighted by their scales in
+// integers; the block's d and dmin applied in float (add_q4_k_group_block). maddubs sums pairs of
+// products into 16 bits; 8 of them per sub-block (at most 8 * 2 * 15 * 127 = 30480) add up in 16
+// bits before madd weights them by the scale. The loop stays written out here and in the AVX-512
+// kernel (matmul_avx512bf16.cpp): shared as a function taking the sub-block step as a lambda, GCC
+// 12 kept this kernel's scales and sums in memory and it ran at a third of the speed.
 template <int T>
 struct Q4KInterleavedAvx2 {
-    static void run(int64_t blocks, const uint8_t* group, const ActBlock256* const* act, float* y, int64_t ldy) {
+    static void run(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy) {
+        constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
         const __m256i low4 = _mm256_set1_epi8(0x0F);
-        q4_k_group_blocks<T>(blocks, group, act, y, ldy, [&](const uint8_t* p, int64_t b, int c, const Q4KGroupScales& s, __m256i(&sumi)[T]) {
-            __m256i lo_sum[T], hi_sum[T];
-            for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm256_setzero_si256();
-            for (int k = 0; k < 8; ++k) {
-                const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * (8 * c + k)));
-                const __m256i lo = _mm256_and_si256(codes, low4), hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+        __m256 acc[T];
+        for (__m256& a : acc) a = _mm256_setzero_ps();
+        for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
+            prefetch_group_block<kGroupBlock>(p);
+            const Q4KGroupScales s = unpack_q4_k_group_scales(p);
+            __m256i sumi[T];
+            for (__m256i& sum : sumi) sum = _mm256_setzero_si256();
+            for (int c = 0; c < 4; ++c) {
+                __m256i lo_sum[T], hi_sum[T];
+                for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm256_setzero_si256();
+                for (int k = 0; k < 8; ++k) {
+                    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * (8 * c + k)));
+                    const __m256i lo = _mm256_and_si256(codes, low4), hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+                    for (int t = 0; t < T; ++t) {
+                        lo_sum[t] = _mm256_add_epi16(lo_sum[t], _mm256_maddubs_epi16(lo, broadcast_4_bytes(act[t][b].q + 64 * c + 4 * k)));
+                        hi_sum[t] =
+                            _mm256_add_epi16(hi_sum[t], _mm256_maddubs_epi16(hi, broadcast_4_bytes(act[t][b].q + 64 * c + 32 + 4 * k)));
+                    }
+                }
+                __m256i scale_lo, scale_hi;
+                q4_k_pair_scales(s, c, scale_lo, scale_hi);
+                // The scale in both halves of each lane: madd weights both 16-bit sums by it.
+                scale_lo = _mm256_or_si256(scale_lo, _mm256_slli_epi32(scale_lo, 16));
+                scale_hi = _mm256_or_si256(scale_hi, _mm256_slli_epi32(scale_hi, 16));
                 for (int t = 0; t < T; ++t) {
-                    lo_sum[t] = _mm256_add_epi16(lo_sum[t], _mm256_maddubs_epi16(lo, broadcast_4_bytes(act[t][b].q + 64 * c + 4 * k)));
-                    hi_sum[t] = _mm256_add_epi16(hi_sum[t], _mm256_maddubs_epi16(hi, broadcast_4_bytes(act[t][b].q + 64 * c + 32 + 4 * k)));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(lo_sum[t], scale_lo));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(hi_sum[t], scale_hi));
                 }
             }
-            __m256i scale_lo, scale_hi;
-            q4_k_pair_scales(s, c, scale_lo, scale_hi);
-            // The scale in both halves of each lane: madd weights both 16-bit sums by it.
-            scale_lo = _mm256_or_si256(scale_lo, _mm256_slli_epi32(scale_lo, 16));
-            scale_hi = _mm256_or_si256(scale_hi, _mm256_slli_epi32(scale_hi, 16));
-            for (int t = 0; t < T; ++t) {
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(lo_sum[t], scale_lo));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(hi_sum[t], scale_hi));
-            }
-        });
+            add_q4_k_group_block<T>(p, s, sumi, act, b, acc);
+        }
+        for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
     }
 };
 

@@ -73,7 +73,7 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
 // Interleaved Q4_K (interleave.h) in 512-bit vectors: one 64-byte load holds two 4-byte steps of
 // the 8 rows' codes (lanes 0-7 step k, lanes 8-15 step k + 1), and vpermd puts each step's 4
 // activations in its half from one 64-byte load of the sub-block pair's activations. Per sub-block
-// the two halves' sums add up before the scale weights them, in the loop the AVX2 kernel shares
+// the two halves' sums add up before the scale weights them; the rest is the AVX2 kernel's
 // (interleaved_kernels.h). vpdpbusd takes the low nibbles, and the high nibbles left in place (16
 // times the code: at most 8 * 4 * 240 * 127 per lane and sub-block), whose sum is shifted back
 // (exact: a multiple of 16). On a 2-core EPYC VM (Zen 5), one core on 36 KB of groups in L1/L2:
@@ -82,7 +82,8 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
 // the bound before, 0.77 after.
 template <int T>
 struct Q4KInterleavedAvx512 {
-    static void run(int64_t blocks, const uint8_t* group, const ActBlock256* const* act, float* y, int64_t ldy) {
+    static void run(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy) {
+        constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
         const __m512i low4 = _mm512_set1_epi8(0x0F);
         // place[j], j < 4: lanes 0-7 take 32-bit word 2j of the pair's activations, lanes 8-15
         // word 2j + 1 (steps 2j, 2j + 1 of the low nibbles' sub-block); j >= 4: the same 8 words
@@ -92,29 +93,39 @@ struct Q4KInterleavedAvx512 {
             const int word = 2 * (j % 4) + 8 * (j / 4);
             place[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(word)), _mm256_set1_epi32(word + 1), 1);
         }
-        q4_k_group_blocks<T>(blocks, group, act, y, ldy, [&](const uint8_t* p, int64_t b, int c, const Q4KGroupScales& s, __m256i(&sumi)[T]) {
-            __m512i a[T], lo_sum[T], hi_sum[T];
-            for (int t = 0; t < T; ++t) {
-                a[t] = _mm512_loadu_si512(act[t][b].q + 64 * c);
-                lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
-            }
-            for (int step = 0; step < 4; ++step) {
-                const __m512i codes = _mm512_loadu_si512(p + 128 + 32 * (8 * c + 2 * step));
-                const __m512i lo = _mm512_and_si512(codes, low4), hi = _mm512_andnot_si512(low4, codes);
+        __m256 acc[T];
+        for (__m256& a : acc) a = _mm256_setzero_ps();
+        for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
+            prefetch_group_block<kGroupBlock>(p);
+            const Q4KGroupScales s = unpack_q4_k_group_scales(p);
+            __m256i sumi[T];
+            for (__m256i& sum : sumi) sum = _mm256_setzero_si256();
+            for (int c = 0; c < 4; ++c) {
+                __m512i a[T], lo_sum[T], hi_sum[T];
                 for (int t = 0; t < T; ++t) {
-                    lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_permutexvar_epi32(place[step], a[t]));
-                    hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_permutexvar_epi32(place[4 + step], a[t]));
+                    a[t] = _mm512_loadu_si512(act[t][b].q + 64 * c);
+                    lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
+                }
+                for (int step = 0; step < 4; ++step) {
+                    const __m512i codes = _mm512_loadu_si512(p + 128 + 32 * (8 * c + 2 * step));
+                    const __m512i lo = _mm512_and_si512(codes, low4), hi = _mm512_andnot_si512(low4, codes);
+                    for (int t = 0; t < T; ++t) {
+                        lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_permutexvar_epi32(place[step], a[t]));
+                        hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_permutexvar_epi32(place[4 + step], a[t]));
+                    }
+                }
+                __m256i scale_lo, scale_hi;
+                q4_k_pair_scales(s, c, scale_lo, scale_hi);
+                for (int t = 0; t < T; ++t) {
+                    const __m256i lo = _mm256_add_epi32(_mm512_castsi512_si256(lo_sum[t]), _mm512_extracti64x4_epi64(lo_sum[t], 1));
+                    const __m256i hi = _mm256_add_epi32(_mm512_castsi512_si256(hi_sum[t]), _mm512_extracti64x4_epi64(hi_sum[t], 1));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo, scale_lo));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_srai_epi32(hi, 4), scale_hi));
                 }
             }
-            __m256i scale_lo, scale_hi;
-            q4_k_pair_scales(s, c, scale_lo, scale_hi);
-            for (int t = 0; t < T; ++t) {
-                const __m256i lo = _mm256_add_epi32(_mm512_castsi512_si256(lo_sum[t]), _mm512_extracti64x4_epi64(lo_sum[t], 1));
-                const __m256i hi = _mm256_add_epi32(_mm512_castsi512_si256(hi_sum[t]), _mm512_extracti64x4_epi64(hi_sum[t], 1));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo, scale_lo));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_srai_epi32(hi, 4), scale_hi));
-            }
-        });
+            add_q4_k_group_block<T>(p, s, sumi, act, b, acc);
+        }
+        for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
     }
 };
 
