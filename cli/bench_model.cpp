@@ -85,8 +85,9 @@ int run_model_bench(const Args& args) {
             return seconds_of([&] { session.evaluate(std::span(ids.data(), static_cast<size_t>(prompt))); });
         }));
     if (generate > 0) {
-        const int64_t probe_bytes = std::max<int64_t>(model->weight_bytes(), int64_t{256} << 20);
-        bool warm_up = true;
+        // The probe's read after each token: as many bytes as the token's weights, at least 256 MiB
+        // (more than the caches hold), at most its buffer.
+        const int64_t probe_bytes = probe ? std::clamp<int64_t>(model->weight_bytes(), int64_t{256} << 20, probe->bytes()) : 0;
         results.push_back(measure("tg" + std::to_string(generate), repetitions, generate, [&] {
             session.reset();
             double token_seconds = 0, probe_seconds = 0;
@@ -94,14 +95,10 @@ int run_model_bench(const Args& args) {
                 token_seconds += seconds_of([&] { session.evaluate(std::span(ids.data() + i, 1)); });
                 if (probe) probe_seconds += seconds_of([&] { probe->read(probe_bytes); });
             }
-            if (probe && !warm_up) {
-                const int64_t bytes_read = std::min(probe_bytes, probe->bytes()) * generate;
-                bandwidths.push_back(static_cast<double>(bytes_read) / probe_seconds / 1e9);
-            }
-            warm_up = false;
+            if (probe) bandwidths.push_back(static_cast<double>(probe_bytes * generate) / probe_seconds / 1e9);
             return token_seconds;
         }));
-        results.back().bandwidth_gbs = bandwidths;
+        if (!bandwidths.empty()) results.back().bandwidth_gbs.assign(bandwidths.begin() + 1, bandwidths.end());  // not the warm-up's
     }
     probe.reset();  // its 1 GiB is not needed past here
 
