@@ -227,6 +227,28 @@ private slots:
         }
     }
 
+    // Every way the bandwidth probe reads sums every value once, tails included (quarters, so that
+    // any order of the sum is exact); the plain way exists on every level, the page bursts on x86.
+    void readSumsReadEveryValue() {
+        std::vector<float> values(20000 + 64);
+        for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 7) * 0.25f;
+        for (const KernelLevel& level : kernel_levels()) {
+            const MatmulTable& table = *level.matmul;
+            QVERIFY2(table.read_sum[0], level.name.c_str());
+            if (level.isa != Isa::Scalar && level.isa != Isa::Neon) QVERIFY2(table.read_sum[1], level.name.c_str());
+            for (int method = 0; method < kReadMethods; ++method) {
+                if (!table.read_sum[method]) continue;
+                for (int64_t n : {int64_t{0}, int64_t{5}, int64_t{31}, int64_t{64}, int64_t{1000}, int64_t{4099}, int64_t{20000}})
+                    for (int64_t offset : {0, 3}) {  // misaligned starts cross pages elsewhere
+                        double expected = 0;
+                        for (int64_t i = 0; i < n; ++i) expected += values[static_cast<size_t>(offset + i)];
+                        QVERIFY2(table.read_sum[method](values.data() + offset, n) == static_cast<float>(expected),
+                                 qPrintable(QStringLiteral("%1, method %2, n %3").arg(QString::fromStdString(level.name)).arg(method).arg(n)));
+                    }
+            }
+        }
+    }
+
     // The two-panel GEMM tile gives exactly the bits of two one-panel tiles (so a product does not
     // depend on which panels a thread happens to pair), for odd and even depths, stored or added.
     void pairTileIsTwoTiles() {

@@ -198,7 +198,7 @@ MatmulTable scalar_table() {
     return {quantize_blocks32_scalar, quantize_blocks256_scalar, over_rows<dot_f32_scalar>,  over_rows<dot_f16_scalar>,
             over_rows<dot_bf16_scalar>, over_rows<dot_q8_0_scalar>, over_rows<dot_q4_0_scalar>, over_rows<dot_q4_k_scalar>,
             over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
-            nullptr,                  nullptr,                  read_sum_scalar, peak_flops_probe_scalar, nullptr,
+            nullptr,                  nullptr,                  {read_sum_scalar, nullptr}, peak_flops_probe_scalar, nullptr,
             nullptr,                  nullptr,                  0,                        nullptr,                  nullptr,
             nullptr,                  nullptr};
 }

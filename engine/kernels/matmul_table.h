@@ -61,6 +61,13 @@ constexpr int kGemmRows = 16;    // register tile: weight rows
 // gemm_tile_pair is 32 KB, measured only on a 48 KB L1D); a multiple of every block size.
 constexpr int kGemmKc = 256;
 
+// The ways the read-bandwidth probe reads (MatmulTable::read_sum), as the GEMVs stream weights:
+// 0: each cache line asked for 2 KB ahead; 1: the same, and at each 4 KB page the page after the
+// next in one burst (weight_prefetch.h), as the float rows and, on AMD, the block rows do. The
+// faster sets the bound: on a 2-core EPYC VM (Zen 3) the bursts read 5-10% faster and the bf16
+// GEMV outran the plain read; where they cost (Intel), the plain read stays the faster.
+constexpr int kReadMethods = 2;
+
 // Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups of 8 rows from `group`
 // times `tokens` (1 to kKQuantTileTokens) tokens' activations in the type's GEMV format:
 // y[t * ldy + r] = the dot of row r (of the 8 * groups) with acts[t] (the row dot's products;
@@ -94,10 +101,11 @@ struct MatmulTable {
     // with kGemmTokens per pair. Activations are rounded to bf16 (round to nearest even).
     void (*pack_panel_bf16)(const std::byte* const* rows, int valid_rows, int64_t kc, uint32_t* packed);
     void (*gemm_tile_bf16)(int64_t pairs, const uint32_t* packed_x, const uint32_t* packed_w, float* c, int64_t ldc, bool accumulate);
-    // Benchmark probes: the sum of n floats read as fast as the level allows (memory
-    // bandwidth), and `iterations` rounds of independent multiply-adds, returning the number of
+    // Benchmark probes: the sum of n floats read as the level's GEMVs stream weights (memory
+    // bandwidth), in each of the ways they ask for them (kReadMethods; nullptr where a level has
+    // fewer), and `iterations` rounds of independent multiply-adds, returning the number of
     // floating-point operations done (peak arithmetic rate; the sum lands in *sink).
-    float (*read_sum)(const float* data, int64_t n);
+    float (*read_sum[kReadMethods])(const float* data, int64_t n);
     double (*peak_flops_probe)(int64_t iterations, float* sink);
     // The same for the bf16 dot product that gemm_tile_bf16 uses (nullptr where there is none).
     double (*peak_bf16_probe)(int64_t iterations, float* sink);

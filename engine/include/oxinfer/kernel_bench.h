@@ -54,18 +54,22 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options);
 
 // The memory read bandwidth of run_kernel_bench (every thread summing its own part of 1 GiB), kept
 // ready to be measured again and again: beside each run of a model benchmark, on a machine whose
-// bandwidth drifts from one minute to the next. Holds the 1 GiB and its own threads.
+// bandwidth drifts from one minute to the next. Holds the 1 GiB and its own threads. It reads in
+// each of the ways the GEMVs ask for weights on this CPU (methods()); the faster one is the
+// bandwidth, so that no kernel's way of streaming outruns the bound.
 class ReadBandwidthProbe {
 public:
     explicit ReadBandwidthProbe(int threads = 0);  // 0: physical cores
     ~ReadBandwidthProbe();
     ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
     ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
-    // GB/s: the fastest read of the buffer within about `seconds` (at least two reads).
+    // GB/s: the fastest read of the buffer within about `seconds` (at least two reads each way).
     double measure(double seconds);
-    // One read of the first `bytes` of the buffer (at most bytes()) by every thread: for callers
-    // that time reads in turn with something else.
-    void read(int64_t bytes);
+    // One read of the first `bytes` of the buffer (at most bytes()) by every thread, the way
+    // `method` (0 to methods() - 1) streams: for callers that time reads in turn with something
+    // else and keep the faster method's rate.
+    void read(int64_t bytes, int method);
+    int methods() const;
     int64_t bytes() const;
 
 private:

@@ -200,14 +200,17 @@ void gemm_tile_pair_avx512(int64_t k, const float* xp, const float* wp0, const f
         }
 }
 
+template <bool kPageBursts>
 float read_sum_avx512(const float* data, int64_t n) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
+    for (; i + 64 <= n; i += 64) {
+        if constexpr (kPageBursts) prefetch_page_ahead(data + i, 256);
         for (int j = 0; j < 4; ++j) {
-            prefetch_weights(data + i + 16 * j);  // as the GEMVs read weights
+            prefetch_weights(data + i + 16 * j);  // as the GEMVs read weights (kReadMethods)
             acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
         }
+    }
     for (; i < n; i += 16) acc[0] = _mm512_add_ps(acc[0], _mm512_maskz_loadu_ps(tail_mask(n - i), data + i));
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
@@ -234,7 +237,8 @@ void fill_matmul_avx512(MatmulTable& table) {
     table.bf16_even_odd_group = 32;
     table.gemm_tile = gemm_tile_avx512;
     table.gemm_tile_pair = gemm_tile_pair_avx512;
-    table.read_sum = read_sum_avx512;
+    table.read_sum[0] = read_sum_avx512<false>;
+    table.read_sum[1] = read_sum_avx512<true>;
     table.peak_flops_probe = peak_flops_probe_avx512;
 }
 
