@@ -239,7 +239,7 @@ private slots:
             for (int method = 0; method < kReadMethods; ++method) {
                 if (!table.read_sum[method]) continue;
                 for (int64_t n : {int64_t{0}, int64_t{5}, int64_t{31}, int64_t{64}, int64_t{1000}, int64_t{4099}, int64_t{20000}})
-                    for (int64_t offset : {0, 3}) {  // misaligned starts cross pages elsewhere
+                    for (int64_t offset : {0, 3}) {  // 3 floats later: unaligned, and every page crossing moves
                         double expected = 0;
                         for (int64_t i = 0; i < n; ++i) expected += values[static_cast<size_t>(offset + i)];
                         QVERIFY2(table.read_sum[method](values.data() + offset, n) == static_cast<float>(expected),

@@ -6,19 +6,6 @@
 
 namespace oxinfer::test {
 
-namespace {
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    return nlohmann::json::parse(in);
-}
-
-void write_json(const std::filesystem::path& path, const nlohmann::json& value) {
-    std::ofstream(path) << value.dump(2);
-}
-
-}  // namespace
-
 std::filesystem::path write_chat_test_model(const std::filesystem::path& folder, int layers) {
     namespace fs = std::filesystem;
     const fs::path reference = fs::path(OXINFER_REFERENCE_DIR) / "llm" / "qwen3" / "hf";
@@ -32,12 +19,14 @@ std::filesystem::path write_chat_test_model(const std::filesystem::path& folder,
     fs::copy_file(reference / "tokenizer.json", folder / "tokenizer.json", fs::copy_options::overwrite_existing);
     // No stop tokens: the greedy path of random weights reaches one after a few dozen tokens on
     // some CPUs and not on others, and the tests need replies that run to their limits.
-    nlohmann::json tokenizer_config = read_json(reference / "tokenizer_config.json");
-    tokenizer_config.erase("eos_token");
-    write_json(folder / "tokenizer_config.json", tokenizer_config);
-    nlohmann::json generation_config = read_json(reference / "generation_config.json");
-    generation_config.erase("eos_token_id");
-    write_json(folder / "generation_config.json", generation_config);
+    const auto copy_without = [&](const char* file, const char* key) {
+        std::ifstream in(reference / file);
+        nlohmann::json value = nlohmann::json::parse(in);
+        value.erase(key);
+        std::ofstream(folder / file) << value.dump(2);
+    };
+    copy_without("tokenizer_config.json", "eos_token");
+    copy_without("generation_config.json", "eos_token_id");
     return folder;
 }
 
