@@ -18,8 +18,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <numeric>
 #include <random>
+#include <thread>
 
 using namespace oxinfer;
 using namespace oxinfer::kernels;
@@ -469,6 +471,41 @@ private slots:
             }
         }
         QVERIFY(ThreadPool().size() >= 1);
+    }
+
+    // Ranges tile [0, n) exactly, also where n has more units than a share counts in 32 bits.
+    void threadPoolCoversHugeRanges() {
+        ThreadPool pool(3);
+        for (const int64_t n : {int64_t{1}, int64_t{5}, (int64_t{1} << 33) + 7}) {
+            std::mutex mutex;
+            std::vector<std::pair<int64_t, int64_t>> ranges;
+            pool.parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+                const std::lock_guard lock(mutex);
+                ranges.emplace_back(begin, end);
+            });
+            std::sort(ranges.begin(), ranges.end());
+            int64_t covered = 0;
+            for (const auto& [begin, end] : ranges) {
+                QCOMPARE(begin, covered);
+                QVERIFY(end > begin);
+                covered = end;
+            }
+            QCOMPARE(covered, n);
+        }
+    }
+
+    // A thread slowed down (here the caller, sleeping in every range it takes) leaves most of its
+    // share to the others.
+    void threadPoolRelievesASlowThread() {
+        ThreadPool pool(2);
+        const auto caller = std::this_thread::get_id();
+        std::atomic<int64_t> caller_units{0};
+        pool.parallel_for(64, 1, [&](int64_t begin, int64_t end) {
+            if (std::this_thread::get_id() != caller) return;
+            caller_units += end - begin;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        });
+        QVERIFY2(caller_units < 32, qPrintable(QString("the slow thread did %1 of 64 units").arg(caller_units.load())));
     }
 };
 

@@ -45,6 +45,7 @@ T wait_for_change(const std::atomic<T>& value, T old) {
 
 ThreadPool::ThreadPool(int threads) {
     size_ = threads > 0 ? threads : std::max(1, platform().physical_cores);
+    shares_ = std::make_unique<Share[]>(static_cast<size_t>(size_));
     workers_.reserve(static_cast<size_t>(size_ - 1));
     for (int index = 1; index < size_; ++index) workers_.emplace_back([this, index] { worker_loop(index); });
 }
@@ -54,6 +55,58 @@ ThreadPool::~ThreadPool() {
     generation_.fetch_add(1, std::memory_order_acq_rel);
     generation_.notify_all();
     for (std::thread& worker : workers_) worker.join();
+}
+
+namespace {
+
+uint64_t pack(uint64_t front, uint64_t back) { return front | back << 32; }
+uint64_t front_of(uint64_t bounds) { return bounds & 0xFFFFFFFFu; }
+uint64_t back_of(uint64_t bounds) { return bounds >> 32; }
+
+}  // namespace
+
+int64_t ThreadPool::share_step(int64_t n, int64_t granule) {
+    const uint64_t units = static_cast<uint64_t>((n + granule - 1) / granule);
+    const uint64_t per_step = units / 0x7FFFFFFFu + 1;  // steps must count in 32 bits
+    const uint64_t steps = (units + per_step - 1) / per_step;
+    const uint64_t threads = static_cast<uint64_t>(size_);
+    for (uint64_t i = 0; i < threads; ++i)
+        shares_[i].bounds.store(pack(steps * i / threads, steps * (i + 1) / threads), std::memory_order_relaxed);
+    return granule * static_cast<int64_t>(per_step);  // the shares are published to the workers by dispatch()
+}
+
+bool ThreadPool::take_piece(int index, int64_t& begin, int64_t& end) {
+    std::atomic<uint64_t>& own = shares_[static_cast<size_t>(index)].bounds;
+    for (uint64_t bounds = own.load(std::memory_order_relaxed); front_of(bounds) < back_of(bounds);) {
+        const uint64_t front = front_of(bounds), back = back_of(bounds);
+        const uint64_t piece_end = front + std::max<uint64_t>(1, (back - front) / 2);
+        if (own.compare_exchange_weak(bounds, pack(piece_end, back), std::memory_order_relaxed)) {
+            begin = static_cast<int64_t>(front);
+            end = static_cast<int64_t>(piece_end);
+            return true;
+        }
+    }
+    for (;;) {
+        std::atomic<uint64_t>* fullest = nullptr;
+        uint64_t bounds = 0, most = 0;
+        for (int i = 0; i < size_; ++i) {
+            const uint64_t other = shares_[static_cast<size_t>(i)].bounds.load(std::memory_order_relaxed);
+            const uint64_t left = back_of(other) - front_of(other);
+            if (left > most) {
+                most = left;
+                bounds = other;
+                fullest = &shares_[static_cast<size_t>(i)].bounds;
+            }
+        }
+        if (!fullest) return false;
+        const uint64_t front = front_of(bounds), back = back_of(bounds);
+        const uint64_t piece_begin = back - std::max<uint64_t>(1, (back - front) / 2);
+        if (fullest->compare_exchange_weak(bounds, pack(front, piece_begin), std::memory_order_relaxed)) {
+            begin = static_cast<int64_t>(piece_begin);
+            end = static_cast<int64_t>(back);
+            return true;
+        }
+    }
 }
 
 void ThreadPool::dispatch(Trampoline trampoline, void* context) {

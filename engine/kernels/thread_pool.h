@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -37,9 +38,12 @@ public:
 
     // Calls body(begin, end) on contiguous, non-empty ranges that together cover [0, n) once,
     // spread over the threads. Ranges begin at multiples of `granule` (e.g. a SIMD width or a
-    // cache line of output rows). The ranges are kChunksPerThread per thread, taken in turn from a
-    // shared counter: a thread that another process slows down takes fewer of them, where equal
-    // shares would leave the others waiting for it at the end of every parallel section.
+    // cache line of output rows). Each thread has a share of [0, n) that it takes from the front
+    // in pieces of half what is left of it, so that its pieces follow each other in memory as one
+    // stream; a thread done with its share takes half of what another has left from the back.
+    // A thread that another process slows down is so relieved of its work, and the threads finish
+    // within one small piece of each other, where equal shares would leave the others waiting at
+    // the end of every parallel section.
     template <class Body>
     void parallel_for(int64_t n, int64_t granule, Body&& body) {
         if (n <= 0) return;
@@ -47,29 +51,32 @@ public:
             body(0, n);
             return;
         }
-        const int64_t units = (n + granule - 1) / granule;
-        const int64_t chunks = std::min<int64_t>(units, int64_t{kChunksPerThread} * size_);
-        std::atomic<int64_t> next{0};
-        run([&](int, int) {
-            for (int64_t chunk; (chunk = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-                const int64_t begin = units * chunk / chunks * granule;
-                const int64_t end = std::min(n, units * (chunk + 1) / chunks * granule);
-                if (begin < end) body(begin, end);
-            }
+        const int64_t step = share_step(n, granule);
+        run([&](int index, int) {
+            for (int64_t begin, end; take_piece(index, begin, end);) body(begin * step, std::min(n, end * step));
         });
     }
 
 private:
-    // Each range a GEMV thread starts is a new stream of weights, which the prefetchers take a
-    // while to follow: decoding from huge pages on a 2-core Xeon VM, tg128 in alternating runs,
-    // 2 per thread against 4: Qwen3-0.6B q4_k 1.03, q8_0 1.04, Llama-3.2-1B q4_k 1.03; pp512 alike.
-    static constexpr int kChunksPerThread = 2;
+    // Splits [0, n) into steps of a multiple of `granule` (few enough to count in 32 bits) and
+    // shares them out among the threads; returns the step.
+    int64_t share_step(int64_t n, int64_t granule);
+    // The next piece for thread `index`, in steps: from the front of its share, or else from the
+    // back of the share with the most left. False when nothing is left.
+    bool take_piece(int index, int64_t& begin, int64_t& end);
+
+    // A thread's share, [front, back) in steps, in one word: the owner moves the front and the
+    // others the back, each by compare-and-swap.
+    struct alignas(64) Share {
+        std::atomic<uint64_t> bounds{0};
+    };
     using Trampoline = void (*)(void*, int, int);
     void dispatch(Trampoline trampoline, void* context);
     void worker_loop(int index);
 
     int size_ = 1;
     std::vector<std::thread> workers_;
+    std::unique_ptr<Share[]> shares_;
     Trampoline trampoline_ = nullptr;
     void* context_ = nullptr;
     alignas(64) std::atomic<uint64_t> generation_{0};
