@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -473,10 +474,11 @@ private slots:
         QVERIFY(ThreadPool().size() >= 1);
     }
 
-    // Ranges tile [0, n) exactly, also where n has more units than a share counts in 32 bits.
+    // Ranges tile [0, n) exactly, also where n has more units than a share counts in 32 bits, up
+    // to the largest n.
     void threadPoolCoversHugeRanges() {
         ThreadPool pool(3);
-        for (const int64_t n : {int64_t{1}, int64_t{5}, (int64_t{1} << 33) + 7}) {
+        for (const int64_t n : {int64_t{1}, int64_t{5}, (int64_t{1} << 33) + 7, std::numeric_limits<int64_t>::max()}) {
             std::mutex mutex;
             std::vector<std::pair<int64_t, int64_t>> ranges;
             pool.parallel_for(n, 1, [&](int64_t begin, int64_t end) {

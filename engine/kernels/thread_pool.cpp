@@ -66,7 +66,7 @@ uint64_t back_of(uint64_t bounds) { return bounds >> 32; }
 }  // namespace
 
 int64_t ThreadPool::share_step(int64_t n, int64_t granule) {
-    const uint64_t units = static_cast<uint64_t>((n + granule - 1) / granule);
+    const uint64_t units = static_cast<uint64_t>(n / granule + (n % granule != 0));
     const uint64_t per_step = units / 0x7FFFFFFFu + 1;  // steps must count in 32 bits
     const uint64_t steps = (units + per_step - 1) / per_step;
     const uint64_t threads = static_cast<uint64_t>(size_);

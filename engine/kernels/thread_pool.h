@@ -41,9 +41,9 @@ public:
     // cache line of output rows). Each thread has a share of [0, n) that it takes from the front
     // in pieces of half what is left of it, so that its pieces follow each other in memory as one
     // stream; a thread done with its share takes half of what another has left from the back.
-    // A thread that another process slows down is so relieved of its work, and the threads finish
-    // within one small piece of each other, where equal shares would leave the others waiting at
-    // the end of every parallel section.
+    // A thread that another process slows down is so relieved of all but the piece it is in, and
+    // threads that keep their pace finish within about one of the last, small pieces of each
+    // other, where equal shares would leave the others waiting at the end of every section.
     template <class Body>
     void parallel_for(int64_t n, int64_t granule, Body&& body) {
         if (n <= 0) return;
@@ -52,8 +52,9 @@ public:
             return;
         }
         const int64_t step = share_step(n, granule);
+        const int64_t last = (n - 1) / step;  // the last step, which ends at n (end * step could overflow there)
         run([&](int index, int) {
-            for (int64_t begin, end; take_piece(index, begin, end);) body(begin * step, std::min(n, end * step));
+            for (int64_t begin, end; take_piece(index, begin, end);) body(begin * step, end > last ? n : end * step);
         });
     }
 
