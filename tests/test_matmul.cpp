@@ -509,6 +509,31 @@ private slots:
         });
         QVERIFY2(caller_units < 32, qPrintable(QString("the slow thread did %1 of 64 units").arg(caller_units.load())));
     }
+
+    // A thread's pieces of its own share come first and follow each other in memory: the caller's
+    // begin at 0 and run without a gap to the end of its half, whatever the other thread does
+    // (here it sleeps in each piece, so that the caller also takes work from it; the caller's first
+    // piece waits long enough for the other thread to have taken its first).
+    void threadPoolStreamsEachShareInOrder() {
+        ThreadPool pool(2);
+        const auto caller = std::this_thread::get_id();
+        std::vector<std::pair<int64_t, int64_t>> caller_pieces;  // only the caller writes it
+        pool.parallel_for(64, 1, [&](int64_t begin, int64_t end) {
+            if (std::this_thread::get_id() != caller) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                return;
+            }
+            if (caller_pieces.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            caller_pieces.emplace_back(begin, end);
+        });
+        int64_t next = 0;
+        for (const auto& [begin, end] : caller_pieces) {
+            if (next == 32) break;
+            QCOMPARE(begin, next);
+            next = end;
+        }
+        QCOMPARE(next, int64_t{32});
+    }
 };
 
 QTEST_APPLESS_MAIN(MatmulTest)
