@@ -51,12 +51,14 @@ void KvCache::reserve(int64_t end) {
     const int64_t slots = ring_ > 0 ? std::min(end, ring_) : end;
     if (slots <= reserved_) return;
     const int64_t grown = std::min(ring_ > 0 ? ring_ : capacity_, std::max({slots, reserved_ * 2, int64_t{256}}));
-    const int64_t slot_bytes = kv_heads_ * head_dim_ * element_bytes(dtype_);
-    const size_t kept = static_cast<size_t>(reserved_ * slot_bytes);
+    const int64_t row_bytes = head_dim_ * element_bytes(dtype_);
+    const size_t kept = static_cast<size_t>(reserved_ * row_bytes);  // of each head
     for (auto* layers : {&keys_, &values_})
         for (kernels::HugePageBuffer& layer : *layers) {
-            kernels::HugePageBuffer bigger(static_cast<size_t>(grown * slot_bytes));
-            if (kept) std::memcpy(bigger.data(), layer.data(), kept);
+            kernels::HugePageBuffer bigger(static_cast<size_t>(kv_heads_ * grown * row_bytes));
+            if (kept)
+                for (int64_t head = 0; head < kv_heads_; ++head)
+                    std::memcpy(bigger.data() + head * grown * row_bytes, layer.data() + head * reserved_ * row_bytes, kept);
             layer = std::move(bigger);
         }
     reserved_ = grown;
@@ -64,15 +66,17 @@ void KvCache::reserve(int64_t end) {
 
 void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v) {
     if (ring_ > 0 && count > kMaxStoreTokens) throw Error("kv cache", "a store of more than kMaxStoreTokens positions into a ring");
-    const int64_t row = kv_heads_ * head_dim_;
-    // A ring's store wraps at most once: it is split into the slots up to the end and those from 0.
-    for (int64_t done = 0; done < count;) {
-        const int64_t slot = ring_ > 0 ? (first + done) % ring_ : first + done;
-        const int64_t n = ring_ > 0 ? std::min(count - done, ring_ - slot) : count - done;
-        const int64_t offset = slot * row * element_bytes(dtype_);
-        convert(dtype_, k + done * row, keys_[static_cast<size_t>(layer)].data() + offset, n * row);
-        convert(dtype_, v + done * row, values_[static_cast<size_t>(layer)].data() + offset, n * row);
-        done += n;
+    const int64_t row_bytes = head_dim_ * element_bytes(dtype_);
+    std::byte* keys = keys_[static_cast<size_t>(layer)].data();
+    std::byte* values = values_[static_cast<size_t>(layer)].data();
+    for (int64_t t = 0; t < count; ++t) {
+        const int64_t slot = ring_ > 0 ? (first + t) % ring_ : first + t;
+        for (int64_t head = 0; head < kv_heads_; ++head) {
+            const int64_t offset = (head * reserved_ + slot) * row_bytes;
+            const int64_t source = (t * kv_heads_ + head) * head_dim_;
+            convert(dtype_, k + source, keys + offset, head_dim_);
+            convert(dtype_, v + source, values + offset, head_dim_);
+        }
     }
 }
 
@@ -80,8 +84,8 @@ kernels::KvCacheView KvCache::view(const kernels::HugePageBuffer& data) const {
     kernels::KvCacheView view;
     view.dtype = dtype_;
     view.data = data.data();
-    view.head_stride = head_dim_ * element_bytes(dtype_);
-    view.position_stride = kv_heads_ * view.head_stride;
+    view.position_stride = head_dim_ * element_bytes(dtype_);
+    view.head_stride = reserved_ * view.position_stride;
     view.ring_size = ring_;
     return view;
 }

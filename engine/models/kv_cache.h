@@ -1,10 +1,11 @@
 #pragma once
-// The keys and values of one sequence, per layer, laid out [position][kv head][head_dim] in f32,
-// f16 or bf16. Memory grows with the positions used (doubling, up to the context length), so a
-// short chat on a 128k-context model takes what it needs, not the whole window. It is in huge
-// pages where it spans them (kernels/huge_pages.h), as the weights: decoding reads every layer's
-// keys a head at a time, 512 bytes of every 4 KB position at f32; tg128 of Qwen3-0.6B q4_k on the
-// Xeon VM, alternating runs, 1.02x.
+// The keys and values of one sequence, per layer, laid out [kv head][slot][head_dim] in f32, f16
+// or bf16: attention reads a head's keys (and values) in order, so each head's are one contiguous
+// stream. Laid out [slot][kv head] instead, a head's rows were 4 KB apart at f32 in Qwen3-0.6B: a
+// new page for the prefetchers at every key, and every row in the same few L1 sets. Memory grows
+// with the positions used (doubling, up to the context length, each head's rows moved to their
+// place in the larger buffer), so a short chat on a 128k-context model takes what it needs, not
+// the whole window. It is in huge pages where it spans them (kernels/huge_pages.h), as the weights.
 //
 // A sliding-window cache (window > 0: each query sees itself and window - 1 keys before it) is a
 // ring of window + kMaxStoreTokens slots, so memory stays bounded in long chats: a store of up to
