@@ -4,7 +4,9 @@
 // caches are rounded once when written, and the reference reads those rounded values). Covers
 // causal prefill, decoding, grouped-query heads, odd head sizes, sliding windows over linear and
 // ring caches, softcapping, both scales, non-causal attention, and thread-count independence;
-// calls of 32 tokens and more take the prefill tiles (kv_dot_rows / kv_axpy_rows).
+// calls of 32 tokens and more take the prefill tiles (kv_dot_rows / kv_axpy_rows), shorter ones
+// the group kernels (kv_dot_group / kv_axpy_group) where a level has them (the scalar level has
+// not: it runs kv_dot and kv_axpy query by query).
 
 #include "kernel_levels.h"
 #include "kernels/isa.h"

@@ -119,6 +119,25 @@ const KernelLevel& level_of_row() {
 std::string key(const char* op, const KernelLevel& level) { return std::string(op) + " " + level.name; }
 std::string key(const char* op, Isa isa) { return std::string(op) + " " + std::string(isa_name(isa)); }
 
+// `count` cache rows of `width` values of KvType `type`, random in [-1, 1]; `rounded` gets the
+// values as the rows hold them (rounded to f16 / bf16).
+std::vector<std::byte> kv_rows(int type, int64_t count, int64_t width, uint32_t seed, std::vector<float>& rounded) {
+    const auto values = random_floats(static_cast<size_t>(count * width), -1, 1, seed);
+    std::vector<std::byte> rows(values.size() * (type == KvF32 ? 4 : 2));
+    rounded.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+        if (type == KvF32) {
+            std::memcpy(rows.data() + 4 * i, &values[i], 4);
+            rounded[i] = values[i];
+        } else {
+            const uint16_t bits = type == KvF16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+            std::memcpy(rows.data() + 2 * i, &bits, 2);
+            rounded[i] = type == KvF16 ? f16_to_f32(bits) : bf16_to_f32(bits);
+        }
+    }
+    return rows;
+}
+
 // Restores the active level when a test that changes it ends, even on failure.
 struct ActiveLevelGuard {
     Isa saved = active_isa();
@@ -393,22 +412,10 @@ private slots:
         for (int type = 0; type < KvTypeCount; ++type)
             for (int64_t dim : {1, 3, 8, 15, 16, 17, 33, 64, 80, 100, 128, 256})
                 for (int64_t count : {1, 3, 4, 5, 17, 64}) {
-                    const int64_t element = type == KvF32 ? 4 : 2;
-                    const int64_t stride = (dim + 3) * element;
+                    const int64_t stride = (dim + 3) * (type == KvF32 ? 4 : 2);
                     const auto q = random_floats(static_cast<size_t>(dim), -1, 1, 15);
-                    const auto values = random_floats(static_cast<size_t>(count * (dim + 3)), -1, 1, 16);
-                    std::vector<std::byte> rows(static_cast<size_t>(count * stride));
-                    std::vector<float> rounded(values.size());  // the values the cache really holds
-                    for (size_t i = 0; i < values.size(); ++i) {
-                        if (type == KvF32) {
-                            std::memcpy(rows.data() + 4 * i, &values[i], 4);
-                            rounded[i] = values[i];
-                        } else {
-                            const uint16_t bits = type == KvF16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
-                            std::memcpy(rows.data() + 2 * i, &bits, 2);
-                            rounded[i] = type == KvF16 ? f16_to_f32(bits) : bf16_to_f32(bits);
-                        }
-                    }
+                    std::vector<float> rounded;  // the values the cache really holds
+                    const std::vector<std::byte> rows = kv_rows(type, count, dim + 3, 16, rounded);
                     const QString context = QStringLiteral("type=%1 dim=%2 count=%3").arg(type).arg(dim).arg(count);
                     std::vector<float> want(static_cast<size_t>(count)), got(static_cast<size_t>(count));
                     scalar.kv_dot[type](q.data(), rows.data(), stride, count, dim, want.data());
@@ -434,6 +441,65 @@ private slots:
                     }
                     EXPECT_CLOSE(compare(got_acc.data(), want_acc.data(), dim, 0.0, acc_atol, key("kv_axpy", level)), "kv_axpy " + context);
                 }
+    }
+
+    // kv_dot_group / kv_axpy_group (decoding: the query heads of one kv head over each row at once)
+    // against the scalar kv_dot / kv_axpy query by query, with the same bounds; rows padded
+    // (stride > dim), scores and accumulators at a larger stride whose padding must stay as it
+    // was, with and without rows to read on into (`next`, which only changes what is asked for
+    // ahead). A level without them decodes query by query; the AVX2 level must have them.
+    void attention_group_loops_data() { level_rows(); }
+    void attention_group_loops() {
+        const KernelLevel& level = level_of_row();
+        const OpsTable& scalar = ops_table(Isa::Scalar);
+        const OpsTable& simd = (*level.ops);
+        if (level.isa == Isa::Avx2) QVERIFY(simd.kv_dot_group[KvF32] && simd.kv_axpy_group[KvBf16]);
+        for (int type = 0; type < KvTypeCount; ++type) {
+            if (!simd.kv_dot_group[type] || !simd.kv_axpy_group[type]) continue;
+            for (int64_t dim : {3, 8, 16, 17, 33, 64, 100, 128})
+                for (int64_t count : {1, 5, 64})
+                    for (int64_t queries : {1, 2, 3, 4, 5, 8}) {
+                        const int64_t stride = (dim + 3) * (type == KvF32 ? 4 : 2), ld = count + 2, acc_stride = dim + 2;
+                        std::vector<float> rounded, ignored;
+                        const std::vector<std::byte> rows = kv_rows(type, count, dim + 3, 22, rounded);
+                        const std::vector<std::byte> next = kv_rows(type, 3, dim + 3, 23, ignored);
+                        const auto q = random_floats(static_cast<size_t>(queries * dim), -1, 1, 24);
+                        const auto weights = random_floats(static_cast<size_t>(queries * ld), 0, 1, 25);
+                        const auto acc0 = random_floats(static_cast<size_t>(queries * acc_stride), -1, 1, 26);
+                        const QString context = QStringLiteral("type=%1 dim=%2 count=%3 queries=%4").arg(type).arg(dim).arg(count).arg(queries);
+                        for (const bool with_next : {false, true}) {
+                            const std::byte* then = with_next ? next.data() : nullptr;
+                            const int64_t then_count = with_next ? 3 : 0;
+                            std::vector<float> got(static_cast<size_t>(queries * ld), -7.0f), want(got.size(), -7.0f);
+                            simd.kv_dot_group[type](q.data(), queries, rows.data(), stride, count, dim, got.data(), ld, then, then_count);
+                            std::vector<double> atol(got.size());
+                            for (int64_t r = 0; r < queries; ++r) {
+                                scalar.kv_dot[type](q.data() + r * dim, rows.data(), stride, count, dim, want.data() + r * ld);
+                                for (int64_t j = 0; j < count; ++j) {
+                                    double magnitude = 0;
+                                    for (int64_t i = 0; i < dim; ++i) magnitude += std::abs(q[r * dim + i] * rounded[j * (dim + 3) + i]);
+                                    atol[r * ld + j] = 2.0 * dim * 0x1p-24 * magnitude;
+                                }
+                            }
+                            EXPECT_CLOSE(compare(got.data(), want.data(), queries * ld, 0.0, atol, key("kv_dot_group", level)), "kv_dot_group " + context);
+
+                            std::vector<float> got_acc = acc0, want_acc = acc0;
+                            simd.kv_axpy_group[type](weights.data(), ld, queries, rows.data(), stride, count, dim, got_acc.data(), acc_stride, then,
+                                                     then_count);
+                            std::vector<double> acc_atol(acc0.size());
+                            for (int64_t r = 0; r < queries; ++r) {
+                                scalar.kv_axpy[type](weights.data() + r * ld, rows.data(), stride, count, dim, want_acc.data() + r * acc_stride);
+                                for (int64_t i = 0; i < dim; ++i) {
+                                    double magnitude = std::abs(acc0[r * acc_stride + i]);
+                                    for (int64_t j = 0; j < count; ++j) magnitude += std::abs(weights[r * ld + j] * rounded[j * (dim + 3) + i]);
+                                    acc_atol[r * acc_stride + i] = 2.0 * (count + 1) * 0x1p-24 * magnitude;
+                                }
+                            }
+                            EXPECT_CLOSE(compare(got_acc.data(), want_acc.data(), queries * acc_stride, 0.0, acc_atol, key("kv_axpy_group", level)),
+                                         "kv_axpy_group " + context);
+                        }
+                    }
+        }
     }
 
     // ---- the scalar reference against independent double-precision loops ----------------------

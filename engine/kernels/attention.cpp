@@ -1,11 +1,12 @@
 // Attention over a KV cache: causal or not, sliding window, grouped-query, online softmax over
 // blocks of keys (flash-style) with float32 accumulators. The block loop is shared by every level;
-// the table's kv_dot / exp_sum / kv_axpy / scale (and kv_dot_rows / kv_axpy_rows for prompts,
-// where a level has them) do the per-key work.
+// the table's kv_dot / exp_sum / kv_axpy / scale (and, where a level has them, kv_dot_group /
+// kv_axpy_group for decoding and kv_dot_rows / kv_axpy_rows for prompts) do the per-key work.
 //
 // Work is split into (token, kv head) items: the query heads that share a kv head go through each
-// block of keys one after the other, so the block is read from memory once and from L1 by the
-// rest of the group (prompts go by tiles of tokens instead: see kTileMinTokens). A query's
+// block of keys together, each key row used by all of them as it comes from memory (or, on a
+// level without the group kernels, one after the other, the rest of the group reading the block
+// from L1 or L2), and prompts go by tiles of tokens instead (see kTileMinTokens). A query's
 // visible keys always form one contiguous range of positions, so there is no per-key mask: the
 // range is cut into partitions of kPartitionKeys keys, each reduced on its own to (max, sum,
 // acc), and the partitions are merged in order. When there are fewer items than threads
@@ -107,9 +108,15 @@ struct Job {
         return cache.data + kv_head * cache.head_stride + slot * cache.position_stride;
     }
 
+    int64_t block_keys(int64_t from, int64_t hi) const {
+        // A block is at most kBlockKeys keys of consecutive slots (a ring wraps between blocks).
+        const int64_t count = std::min(kBlockKeys, hi - from);
+        return k.ring_size > 0 ? std::min(count, k.ring_size - from % k.ring_size) : count;
+    }
+
     // Reduces keys [lo, hi) for the `group` query heads of kv head `kv_head` at token t into fresh
-    // states (states + g·state_size for head kv_head·group + g).
-    void partial(int64_t t, int64_t kv_head, int64_t lo, int64_t hi, float* states) const {
+    // states (states + g·state_size for head kv_head·group + g); `scores` holds group·kBlockKeys.
+    void partial(int64_t t, int64_t kv_head, int64_t lo, int64_t hi, float* states, float* scores) const {
         const int64_t dim = p.head_dim;
         for (int64_t g = 0; g < group; ++g) {
             const State s{states + g * state_size};
@@ -117,17 +124,29 @@ struct Job {
             s.sum() = 0;
             std::fill(s.acc(), s.acc() + dim, 0.0f);
         }
-        float scores[kBlockKeys];
+        const auto dot_group = table.kv_dot_group[kv_type];
+        const auto axpy_group = table.kv_axpy_group[kv_type];
+        const float* queries = q + (t * p.heads + kv_head * group) * dim;
         for (int64_t first = lo; first < hi;) {
-            // A block is at most kBlockKeys keys of consecutive slots (a ring wraps between blocks).
-            int64_t count = std::min(kBlockKeys, hi - first);
-            if (k.ring_size > 0) count = std::min(count, k.ring_size - first % k.ring_size);
+            const int64_t count = block_keys(first, hi);
             const std::byte* keys = row(k, kv_head, first);
             const std::byte* values = row(v, kv_head, first);
+            if (dot_group && axpy_group) {
+                // Every query head over each key, then over each value, then the next block's keys.
+                const int64_t next_count = first + count < hi ? block_keys(first + count, hi) : 0;
+                dot_group(queries, group, keys, k.position_stride, count, dim, scores, kBlockKeys, values, count);
+                for (int64_t g = 0; g < group; ++g) {
+                    const State s{states + g * state_size};
+                    softmax_step(table, p, scores + g * kBlockKeys, count, s.max(), s.sum(), s.acc());
+                }
+                axpy_group(scores, kBlockKeys, group, values, v.position_stride, count, dim, State{states}.acc(), state_size,
+                           next_count ? row(k, kv_head, first + count) : nullptr, next_count);
+                first += count;
+                continue;
+            }
             for (int64_t g = 0; g < group; ++g) {
                 const State s{states + g * state_size};
-                const float* query = q + (t * p.heads + kv_head * group + g) * dim;
-                table.kv_dot[kv_type](query, keys, k.position_stride, count, dim, scores);
+                table.kv_dot[kv_type](queries + g * dim, keys, k.position_stride, count, dim, scores);
                 softmax_step(table, p, scores, count, s.max(), s.sum(), s.acc());
                 table.kv_axpy[kv_type](scores, values, v.position_stride, count, dim, s.acc());
             }
@@ -270,15 +289,16 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
         // Items are handed out one at a time, since causal rows grow with the token index.
         std::atomic<int64_t> next{0};
         pool.run([&](int, int) {
-            std::vector<float> scratch(static_cast<size_t>(2 * group_size));
+            std::vector<float> scratch(static_cast<size_t>(2 * group_size + group * kBlockKeys));
             float* total = scratch.data();
             float* part = scratch.data() + group_size;
+            float* scores = part + group_size;
             for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
                 const int64_t t = item / params.kv_heads, kv_head = item % params.kv_heads;
                 const Range range = job.visible(t);
                 for (int64_t index = 0; index < range.partitions(); ++index) {
                     const int64_t lo = range.lo + index * kPartitionKeys;
-                    job.partial(t, kv_head, lo, std::min(range.hi, lo + kPartitionKeys), index == 0 ? total : part);
+                    job.partial(t, kv_head, lo, std::min(range.hi, lo + kPartitionKeys), index == 0 ? total : part, scores);
                     if (index > 0)
                         for (int64_t g = 0; g < group; ++g)
                             merge(State{total + g * job.state_size}, State{part + g * job.state_size}, dim);
@@ -298,13 +318,14 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
     const int64_t units = items * max_partitions;
     std::atomic<int64_t> next{0};
     pool.run([&](int, int) {
+        std::vector<float> scores(static_cast<size_t>(group * kBlockKeys));
         for (int64_t unit; (unit = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
             const int64_t item = unit / max_partitions, index = unit % max_partitions;
             const int64_t t = item / params.kv_heads, kv_head = item % params.kv_heads;
             const Range range = job.visible(t);
             if (index >= range.partitions()) continue;
             const int64_t lo = range.lo + index * kPartitionKeys;
-            job.partial(t, kv_head, lo, std::min(range.hi, lo + kPartitionKeys), states_at(item, index));
+            job.partial(t, kv_head, lo, std::min(range.hi, lo + kPartitionKeys), states_at(item, index), scores.data());
         }
     });
     pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {

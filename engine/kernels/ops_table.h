@@ -65,6 +65,16 @@ struct OpsTable {
                                      int64_t count, int64_t dim, float* scores, int64_t ld);
     void (*kv_axpy_rows[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride,
                                       int64_t count, int64_t dim, float* acc, int64_t acc_stride);
+    // The same for the few query heads of one kv head while decoding (q_r = q + r·dim), in the
+    // order that streams the rows from memory: each row used by every query before the next, its
+    // lines asked for ahead, on into `next_count` rows at `next` (the caller's next rows, at the
+    // same stride; nullptr if none) past the last. nullptr: attention runs kv_dot and kv_axpy query
+    // by query.
+    void (*kv_dot_group[KvTypeCount])(const float* q, int64_t rows, const std::byte* keys, int64_t stride, int64_t count, int64_t dim,
+                                      float* scores, int64_t ld, const std::byte* next, int64_t next_count);
+    void (*kv_axpy_group[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride,
+                                       int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next,
+                                       int64_t next_count);
 
     // The gated delta rule for one head: one token (the recurrence), or a chunk of up to 64 tokens
     // (the chunked form); scratch holds delta_rule_scratch_floats(dk, dv) floats.

@@ -577,6 +577,79 @@ void kv_axpy_rows_avx2(const float* weights, int64_t ld, int64_t rows, const std
     });
 }
 
+// Decoding: the few query heads of one kv head against rows read from memory, each row used by
+// every query before the next (kv_dot_group / kv_axpy_group in ops_table.h). Each row's lines are
+// asked for kKvAheadBytes ahead of it, on into `next` past the last row. Qwen3-0.6B's heads
+// (2 queries of 128 values a kv head, f32, head-major cache), 2 threads from memory on the Zen 3
+// VM: 75-90% of the read bandwidth, against 50-65% for kv_dot and kv_axpy query by query, which
+// read each block of rows twice, the second time while memory idled.
+constexpr int64_t kKvAheadBytes = 2048;
+
+inline void prefetch_kv_row(const std::byte* rows, int64_t stride, int64_t count, const std::byte* next, int64_t next_count,
+                            int64_t row, int64_t row_bytes) {
+    const std::byte* at = row < count ? rows + row * stride : row - count < next_count ? next + (row - count) * stride : nullptr;
+    if (!at) return;
+    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(at) + b, _MM_HINT_T0);
+}
+
+inline int64_t kv_rows_ahead(int64_t stride) { return std::max<int64_t>(1, kKvAheadBytes / std::max<int64_t>(stride, 1)); }
+
+// Scores of R queries (q_r = q + r·dim) against one key row, each query in two chains (the
+// even and odd 8-value steps) as kv_dot_avx2 sums them.
+template <int T, int R>
+inline void kv_dot_key(const float* q, int64_t dim, const std::byte* row, float* scores, int64_t ld) {
+    __m256 a[R], b[R];
+    for (int r = 0; r < R; ++r) a[r] = b[r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= dim; i += 16) {
+        const __m256 k0 = kv_load8<T>(row, i), k1 = kv_load8<T>(row, i + 8);
+        for (int r = 0; r < R; ++r) {
+            a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * dim + i), k0, a[r]);
+            b[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * dim + i + 8), k1, b[r]);
+        }
+    }
+    if (i + 8 <= dim) {
+        const __m256 k0 = kv_load8<T>(row, i);
+        for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q + r * dim + i), k0, a[r]);
+        i += 8;
+    }
+    if (i < dim) {
+        const __m256 k0 = kv_load_tail<T>(row, i, dim - i);
+        for (int r = 0; r < R; ++r) b[r] = _mm256_fmadd_ps(load_tail(q + r * dim + i, dim - i), k0, b[r]);
+    }
+    for (int r = 0; r < R; ++r) scores[r * ld] = hsum(_mm256_add_ps(a[r], b[r]));
+}
+
+template <int T>
+void kv_dot_group_avx2(const float* q, int64_t rows, const std::byte* keys, int64_t stride, int64_t count, int64_t dim,
+                       float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
+    const int64_t ahead = kv_rows_ahead(stride), row_bytes = dim * (T == KvF32 ? 4 : 2);
+    for (int64_t j = 0; j < count; ++j) {
+        prefetch_kv_row(keys, stride, count, next, next_count, j + ahead, row_bytes);
+        const std::byte* row = keys + j * stride;
+        by_row_blocks(rows, [&]<int R>(int64_t r) { kv_dot_key<T, R>(q + r * dim, dim, row, scores + r * ld + j, ld); });
+    }
+}
+
+// acc_r += weights[r·ld + j] · row_j, row by row: each value an FMA chain over the rows in order,
+// as in kv_axpy_avx2 (the accumulators stay in L1 rather than registers).
+template <int T>
+void kv_axpy_group_avx2(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride, int64_t count,
+                        int64_t dim, float* acc, int64_t acc_stride, const std::byte* next, int64_t next_count) {
+    const int64_t ahead = kv_rows_ahead(stride), row_bytes = dim * (T == KvF32 ? 4 : 2);
+    for (int64_t j = 0; j < count; ++j) {
+        prefetch_kv_row(values, stride, count, next, next_count, j + ahead, row_bytes);
+        const std::byte* row = values + j * stride;
+        for (int64_t r = 0; r < rows; ++r) {
+            const __m256 w = _mm256_broadcast_ss(weights + r * ld + j);
+            float* out = acc + r * acc_stride;
+            int64_t i = 0;
+            for (; i + 8 <= dim; i += 8) _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, kv_load8<T>(row, i), _mm256_loadu_ps(out + i)));
+            if (i < dim) store_tail(out + i, _mm256_fmadd_ps(w, kv_load_tail<T>(row, i, dim - i), load_tail(out + i, dim - i)), dim - i);
+        }
+    }
+}
+
 }  // namespace
 
 void fill_ops_avx2(OpsTable& t) {
@@ -609,6 +682,12 @@ void fill_ops_avx2(OpsTable& t) {
     t.kv_axpy_rows[KvF32] = kv_axpy_rows_avx2<KvF32>;
     t.kv_axpy_rows[KvF16] = kv_axpy_rows_avx2<KvF16>;
     t.kv_axpy_rows[KvBf16] = kv_axpy_rows_avx2<KvBf16>;
+    t.kv_dot_group[KvF32] = kv_dot_group_avx2<KvF32>;
+    t.kv_dot_group[KvF16] = kv_dot_group_avx2<KvF16>;
+    t.kv_dot_group[KvBf16] = kv_dot_group_avx2<KvBf16>;
+    t.kv_axpy_group[KvF32] = kv_axpy_group_avx2<KvF32>;
+    t.kv_axpy_group[KvF16] = kv_axpy_group_avx2<KvF16>;
+    t.kv_axpy_group[KvBf16] = kv_axpy_group_avx2<KvBf16>;
 }
 
 }  // namespace oxinfer::kernels
