@@ -24,6 +24,7 @@ int run_bench(const std::vector<std::string>& argv) {
     options.push_back({"n-prompt", "p", "N", "--model: prompt tokens for pp (default 512; 0 skips pp)"});
     options.push_back({"n-gen", "n", "N", "--model: generated tokens for tg (default 128; 0 skips tg)"});
     options.push_back({"repetitions", "r", "N", "--model: repetitions (default 5), after one warm-up run"});
+    options.push_back({"n-depth", "d", "N", "--model: tokens already in the cache before each pp and tg run, evaluated untimed (default 0), as llama-bench's -d; tests are named \"pp512 @ d4096\""});
     options.push_back({"mtp", "", "", "--model: also tgN+mtp, greedy generation drafting with the multi-token-prediction head (Qwen3.5), and its acceptance"});
     options.push_back({"bandwidth", "", "", "--model: read memory in turn with the tg tokens and report tg against the bound that bandwidth sets"});
     // --draft-model (a model load option): also tgN+draft, drafting with it.
@@ -31,11 +32,11 @@ int run_bench(const std::vector<std::string>& argv) {
     options.push_back({"types", "", "LIST", "comma-separated weight types for --kernels (default f32,f16,bf16,q8_0,q4_0,q4_k,q6_k)"});
     options.push_back({"quick", "", "", "shorter measurements (about 0.3 s each, smaller GEMV matrices)"});
     options.push_back({"json", "", "", "print one JSON object"});
-    Args args("bench", "--kernels [--json] [-t N] | --model MODEL [-p 512] [-n 128] [-r 5] [--json] [-t N]",
+    Args args("bench", "--kernels [--json] [-t N] | --model MODEL [-p 512] [-n 128] [-r 5] [-d 0] [--json] [-t N]",
               "Measures speed. --kernels: memory read bandwidth, FMA peak, and for each weight type the GEMV rate\n"
               "(GB/s of weights, compare with the bandwidth) and the 512-token GEMM rate (GFLOP/s, compare with the peak).\n"
-              "--model: as llama-bench, pp = p tokens in one prefill, tg = n tokens decoded one by one, both from an\n"
-              "empty cache; tokens/s as mean ± standard deviation over r runs.",
+              "--model: as llama-bench, pp = p tokens in one prefill, tg = n tokens decoded one by one, both after d\n"
+              "tokens already in the cache (default none); tokens/s as mean ± standard deviation over r runs.",
               options);
     args.parse(argv);
     if (args.help_requested()) {

@@ -1,7 +1,8 @@
-// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-t N] [--mtp] [--bandwidth] [--json]: prompt
-// processing (pp) and generation (tg) speed as llama-bench measures them. pp: p tokens in one
-// prefill into an empty cache. tg: n tokens decoded one at a time from an empty cache. One untimed
-// warm-up run each, then r timed repetitions; tokens/s as mean and sample standard deviation.
+// oxinfer bench --model MODEL [-p 512] [-n 128] [-r 5] [-d 0] [-t N] [--mtp] [--bandwidth] [--json]:
+// prompt processing (pp) and generation (tg) speed as llama-bench measures them. pp: p tokens in
+// one prefill. tg: n tokens decoded one at a time. Both start from a cache holding d tokens
+// (llama-bench's depth), evaluated before the timing starts. One untimed warm-up run each, then r
+// timed repetitions; tokens/s as mean and sample standard deviation.
 // --bandwidth: tg against the bound that the memory read bandwidth sets (weight bytes per token /
 // bandwidth), run by run. The bandwidth is read in turn with the tokens: after each token, the
 // probe reads as many bytes as the token's weights (at least 256 MiB), outside the tokens' time,
@@ -64,26 +65,37 @@ Measurement measure(const std::string& test, int repetitions, int64_t tokens, co
 
 int run_model_bench(const Args& args) {
     auto number = [&](const char* name, int64_t fallback) { return args.value(name) ? std::stoll(*args.value(name)) : fallback; };
-    const int64_t prompt = number("n-prompt", 512), generate = number("n-gen", 128);
+    const int64_t prompt = number("n-prompt", 512), generate = number("n-gen", 128), depth = number("n-depth", 0);
     const int repetitions = static_cast<int>(number("repetitions", 5));
-    if (prompt < 0 || generate < 0 || repetitions < 1) throw Error("bench", "-p and -n must not be negative, -r must be at least 1");
+    if (prompt < 0 || generate < 0 || depth < 0 || repetitions < 1)
+        throw Error("bench", "-p, -n and -d must not be negative, -r must be at least 1");
+    if (depth > 0 && (args.flag("mtp") || args.value("draft-model")))
+        throw Error("bench", "-d is for pp and tg; the drafting tests run from an empty cache");
     LoadOptions load = load_options(args);
-    load.context_length = std::max<int64_t>({prompt, generate, 1});
+    load.context_length = depth + std::max<int64_t>({prompt, generate, 1});
     auto model = Model::load(args.required("model"), load);
     const int64_t vocab = model->config().vocab_size;
     std::mt19937 rng(1);
-    std::vector<int32_t> ids(static_cast<size_t>(std::max(prompt, generate)));
+    // The depth's tokens, then those of the test.
+    std::vector<int32_t> ids(static_cast<size_t>(depth + std::max(prompt, generate)));
     for (int32_t& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+    const std::string at_depth = depth > 0 ? " @ d" + std::to_string(depth) : "";
 
     Session session(*model);
     std::vector<Measurement> results;
     std::unique_ptr<ReadBandwidthProbe> probe;
     std::vector<double> bandwidths;
     if (args.flag("bandwidth")) probe = std::make_unique<ReadBandwidthProbe>(model->threads());
+    // A fresh cache holding the depth's tokens; the test's tokens start at ids + depth.
+    const auto start = [&] {
+        session.reset();
+        if (depth > 0) session.evaluate(std::span(ids.data(), static_cast<size_t>(depth)));
+    };
+    const int32_t* test_ids = ids.data() + depth;
     if (prompt > 0)
-        results.push_back(measure("pp" + std::to_string(prompt), repetitions, prompt, [&] {
-            session.reset();
-            return seconds_of([&] { session.evaluate(std::span(ids.data(), static_cast<size_t>(prompt))); });
+        results.push_back(measure("pp" + std::to_string(prompt) + at_depth, repetitions, prompt, [&] {
+            start();
+            return seconds_of([&] { session.evaluate(std::span(test_ids, static_cast<size_t>(prompt))); });
         }));
     if (generate > 0) {
         // The probe's read after each token: as many bytes as the token's weights, at least 256 MiB
@@ -91,13 +103,13 @@ int run_model_bench(const Args& args) {
         const int64_t probe_bytes = probe ? std::clamp<int64_t>(model->weight_bytes(), int64_t{256} << 20, probe->bytes()) : 0;
         // Its ways of reading take turns, token by token; the run's bandwidth is the faster one's.
         const int methods = probe ? probe->methods() : 0;
-        results.push_back(measure("tg" + std::to_string(generate), repetitions, generate, [&] {
-            session.reset();
+        results.push_back(measure("tg" + std::to_string(generate) + at_depth, repetitions, generate, [&] {
+            start();
             double token_seconds = 0;
             std::vector<double> probe_seconds(static_cast<size_t>(methods));
             std::vector<int64_t> probe_reads(static_cast<size_t>(methods));
             for (int64_t i = 0; i < generate; ++i) {
-                token_seconds += seconds_of([&] { session.evaluate(std::span(ids.data() + i, 1)); });
+                token_seconds += seconds_of([&] { session.evaluate(std::span(test_ids + i, 1)); });
                 if (!probe) continue;
                 const auto method = static_cast<size_t>(i % methods);
                 probe_seconds[method] += seconds_of([&] { probe->read(probe_bytes, static_cast<int>(method)); });
@@ -151,7 +163,7 @@ int run_model_bench(const Args& args) {
     if (args.flag("json")) {
         nlohmann::json out = nlohmann::json::array();
         for (const Measurement& m : results) {
-            nlohmann::json row = {{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"samples_ts", m.samples},
+            nlohmann::json row = {{"test", m.test}, {"tok_s", m.mean}, {"stddev", m.stddev}, {"samples_ts", m.samples}, {"n_depth", depth},
                                   {"threads", model->threads()}, {"model_bytes", model->weight_bytes()}, {"type", type}};
             if (m.draft_acceptance) row["draft_acceptance"] = *m.draft_acceptance;
             if (!m.bandwidth_gbs.empty()) {

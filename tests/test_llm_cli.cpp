@@ -191,7 +191,19 @@ private slots:
             QCOMPARE(report[1]["test"].get<std::string>(), std::string("tg4"));
             QCOMPARE(report[0]["type"].get<std::string>(), std::string(type));
             QVERIFY(report[1]["tok_s"].get<double>() > 0 && report[0]["threads"].get<int>() == 2 && report[0]["model_bytes"].get<double>() > 0);
+            QCOMPARE(report[0]["n_depth"].get<int>(), 0);
         }
+        // -d: both tests after 1000 tokens in the cache (llama-bench's depth; the context is sized for them), named as
+        // llama-bench names them.
+        const auto deep = run_cli({"bench", "--model", dir.filePath("synth-q4_k.gguf"), "-p", "16", "-n", "4", "-r", "1", "-d", "1000", "--json"});
+        QVERIFY2(deep.exit_code == 0, deep.err.constData());
+        const auto deep_report = nlohmann::json::parse(deep.out.toStdString());
+        QCOMPARE(deep_report.size(), size_t{2});
+        QCOMPARE(deep_report[0]["test"].get<std::string>(), std::string("pp16 @ d1000"));
+        QCOMPARE(deep_report[1]["test"].get<std::string>(), std::string("tg4 @ d1000"));
+        QCOMPARE(deep_report[1]["n_depth"].get<int>(), 1000);
+        const auto negative = run_cli({"bench", "--model", dir.filePath("synth-q4_k.gguf"), "-d", "-1"});
+        QVERIFY(negative.exit_code != 0 && negative.err.contains("-d must not be negative"));
         // --bandwidth: a read bandwidth per tg run (read in turn with its tokens), and tg against the bound it sets, run by run
         // (the median of two is the larger share).
         const auto bound = run_cli({"bench", "--model", dir.filePath("synth-bf16.gguf"), "-p", "0", "-n", "4", "-r", "2", "-t", "2", "--bandwidth", "--json"});
