@@ -4,7 +4,7 @@
 // (llama-bench's depth), evaluated before the timing starts. One untimed warm-up run each, then r
 // timed repetitions; tokens/s as mean and sample standard deviation.
 // --bandwidth: tg against the bound that the memory read bandwidth sets (weight bytes per token /
-// bandwidth), run by run. The bandwidth is read in turn with the tokens: after each token, the
+// bandwidth), run by run; not with -d, whose cache reads that bound leaves out. The bandwidth is read in turn with the tokens: after each token, the
 // probe reads as many bytes as the token's weights (at least 256 MiB), outside the tokens' time,
 // its ways of reading (ReadBandwidthProbe::methods) taking turns; the faster way's rate counts.
 // A machine whose bandwidth swings with its neighbours' load (a cloud VM: 35 to 70 GB/s from one
@@ -71,6 +71,8 @@ int run_model_bench(const Args& args) {
         throw Error("bench", "-p, -n and -d must not be negative, -r must be at least 1");
     if (depth > 0 && (args.flag("mtp") || args.value("draft-model")))
         throw Error("bench", "-d is for pp and tg; the drafting tests run from an empty cache");
+    if (depth > 0 && args.flag("bandwidth"))
+        throw Error("bench", "--bandwidth sets its bound by the weight bytes alone, which -d's cache reads would outweigh");
     LoadOptions load = load_options(args);
     load.context_length = depth + std::max<int64_t>({prompt, generate, 1});
     auto model = Model::load(args.required("model"), load);

@@ -453,7 +453,8 @@ private slots:
         const KernelLevel& level = level_of_row();
         const OpsTable& scalar = ops_table(Isa::Scalar);
         const OpsTable& simd = (*level.ops);
-        if (level.isa == Isa::Avx2) QVERIFY(simd.kv_dot_group[KvF32] && simd.kv_axpy_group[KvBf16]);
+        if (level.isa == Isa::Avx2)
+            for (int type = 0; type < KvTypeCount; ++type) QVERIFY(simd.kv_dot_group[type] && simd.kv_axpy_group[type]);
         for (int type = 0; type < KvTypeCount; ++type) {
             if (!simd.kv_dot_group[type] || !simd.kv_axpy_group[type]) continue;
             for (int64_t dim : {3, 8, 16, 17, 33, 64, 100, 128})

@@ -104,11 +104,11 @@ private slots:
         store(cache, rows, 1, 200);
         expect_rows(cache, rows, 0, 201);
         QCOMPARE(cache.allocated_bytes(), cache.bytes_per_position() * 256);
-        store(cache, rows, 201, 150);  // grows to 512 slots, then 1024, then the 1200 of the context
+        store(cache, rows, 201, 150);  // grows to 512 slots
         expect_rows(cache, rows, 0, 351);
         QCOMPARE(cache.allocated_bytes(), cache.bytes_per_position() * 512);
-        store(cache, rows, 351, 600);
-        store(cache, rows, 951, 249);
+        store(cache, rows, 351, 600);  // to 1024
+        store(cache, rows, 951, 249);  // to the 1200 of the context
         expect_rows(cache, rows, 0, 1200);
         QCOMPARE(cache.allocated_bytes(), cache.bytes_per_position() * 1200);
         QCOMPARE(cache.bytes_per_position(), static_cast<uint64_t>(2 * kLayers * kKvHeads * kHeadDim * (dtype == static_cast<int>(DType::F32) ? 4 : 2)));

@@ -204,6 +204,8 @@ private slots:
         QCOMPARE(deep_report[1]["n_depth"].get<int>(), 1000);
         const auto negative = run_cli({"bench", "--model", dir.filePath("synth-q4_k.gguf"), "-d", "-1"});
         QVERIFY(negative.exit_code != 0 && negative.err.contains("-d must not be negative"));
+        const auto with_bound = run_cli({"bench", "--model", dir.filePath("synth-q4_k.gguf"), "-d", "8", "--bandwidth"});
+        QVERIFY(with_bound.exit_code != 0 && with_bound.err.contains("by the weight bytes alone"));
         // --bandwidth: a read bandwidth per tg run (read in turn with its tokens), and tg against the bound it sets, run by run
         // (the median of two is the larger share).
         const auto bound = run_cli({"bench", "--model", dir.filePath("synth-bf16.gguf"), "-p", "0", "-n", "4", "-r", "2", "-t", "2", "--bandwidth", "--json"});

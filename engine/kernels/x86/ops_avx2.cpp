@@ -585,17 +585,19 @@ void kv_axpy_rows_avx2(const float* weights, int64_t ld, int64_t rows, const std
 // read each block of rows twice, the second time while memory idled.
 constexpr int64_t kKvAheadBytes = 2048;
 
+// Asks for every cache line of row `row`: of these rows, or of the next ones past the last.
 inline void prefetch_kv_row(const std::byte* rows, int64_t stride, int64_t count, const std::byte* next, int64_t next_count,
                             int64_t row, int64_t row_bytes) {
     const std::byte* at = row < count ? rows + row * stride : row - count < next_count ? next + (row - count) * stride : nullptr;
     if (!at) return;
-    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(at) + b, _MM_HINT_T0);
+    const auto first = reinterpret_cast<uintptr_t>(at), end = first + static_cast<uintptr_t>(row_bytes);
+    for (uintptr_t line = first & ~uintptr_t{63}; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
-inline int64_t kv_rows_ahead(int64_t stride) { return std::max<int64_t>(1, kKvAheadBytes / std::max<int64_t>(stride, 1)); }
+inline int64_t kv_rows_ahead(int64_t stride) { return stride > 0 && stride < kKvAheadBytes ? kKvAheadBytes / stride : 1; }
 
 // Scores of R queries (q_r = q + r·dim) against one key row, each query in two chains (the
-// even and odd 8-value steps) as kv_dot_avx2 sums them.
+// even and odd 8-value steps, as kv_dot_avx2's), added and reduced by hsum.
 template <int T, int R>
 inline void kv_dot_key(const float* q, int64_t dim, const std::byte* row, float* scores, int64_t ld) {
     __m256 a[R], b[R];
@@ -631,8 +633,8 @@ void kv_dot_group_avx2(const float* q, int64_t rows, const std::byte* keys, int6
     }
 }
 
-// acc_r += weights[r·ld + j] · row_j, row by row: each value an FMA chain over the rows in order,
-// as in kv_axpy_avx2 (the accumulators stay in L1 rather than registers).
+// acc_r += weights[r·ld + j] · row_j, row by row: each value one FMA chain over the rows in
+// order (the accumulators stay in L1 rather than registers).
 template <int T>
 void kv_axpy_group_avx2(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride, int64_t count,
                         int64_t dim, float* acc, int64_t acc_stride, const std::byte* next, int64_t next_count) {

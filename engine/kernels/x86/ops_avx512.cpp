@@ -11,6 +11,8 @@
 // The algorithms and their accuracy are those of ops_avx2.cpp (Cephes exp and tanh, NR erfc,
 // double accumulation of reductions, no FMA where the scalar code has none), 16 lanes wide, with
 // mask registers for the tails instead of scalar loops, and vscalefps for the 2^n of exp.
+// Attention's loops are the AVX2 table's: decoding (kv_dot_group / kv_axpy_group) streams the
+// cache from memory, where wider vectors gain nothing, and the prefill tiles' are AVX2 too.
 
 // GCC fuses a multiply and an add written as separate intrinsics into one FMA (-ffp-contract=fast
 // is its default even in ISO mode), which would make RoPE and the GELU argument differ from the
@@ -319,124 +321,6 @@ void f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n) {
     }
 }
 
-// ---- attention inner loops --------------------------------------------------------------------
-
-// 16 values of a KV row of type T from element offset i; lanes outside `mask` read nothing and are 0.
-template <int T>
-inline __m512 kv_load(const std::byte* row, int64_t i, __mmask16 mask) {
-    if constexpr (T == KvF32)
-        return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + i);
-    else if constexpr (T == KvF16)
-        return f16x16_to_f32(_mm256_maskz_loadu_epi16(mask, row + 2 * i));
-    else
-        return bf16x16_to_f32(_mm256_maskz_loadu_epi16(mask, row + 2 * i));
-}
-template <int T>
-inline __m512 kv_load16(const std::byte* row, int64_t i) {
-    if constexpr (T == KvF32)
-        return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
-    else if constexpr (T == KvF16)
-        return f16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
-    else
-        return bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
-}
-
-template <int T>
-void kv_dot_avx512(const float* q, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* scores) {
-    const int64_t full = dim & ~int64_t{15}, rem = dim - full;
-    const __mmask16 rem_mask = tail_mask(rem);
-    const __m512 q_tail = _mm512_maskz_loadu_ps(rem_mask, q + full);
-    int64_t j = 0;
-    // Four keys at once, each summed in two halves (even and odd 16-value steps): eight
-    // independent FMA chains, enough to cover the FMA latency on two ports, share each q load.
-    const int64_t pairs = dim & ~int64_t{31};
-    for (; j + 4 <= count; j += 4) {
-        const std::byte* r0 = rows + j * stride;
-        const std::byte* r1 = r0 + stride;
-        const std::byte* r2 = r1 + stride;
-        const std::byte* r3 = r2 + stride;
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i < pairs; i += 32) {
-            const __m512 qa = _mm512_loadu_ps(q + i), qb = _mm512_loadu_ps(q + i + 16);
-            a0 = _mm512_fmadd_ps(qa, kv_load16<T>(r0, i), a0);
-            a1 = _mm512_fmadd_ps(qa, kv_load16<T>(r1, i), a1);
-            a2 = _mm512_fmadd_ps(qa, kv_load16<T>(r2, i), a2);
-            a3 = _mm512_fmadd_ps(qa, kv_load16<T>(r3, i), a3);
-            b0 = _mm512_fmadd_ps(qb, kv_load16<T>(r0, i + 16), b0);
-            b1 = _mm512_fmadd_ps(qb, kv_load16<T>(r1, i + 16), b1);
-            b2 = _mm512_fmadd_ps(qb, kv_load16<T>(r2, i + 16), b2);
-            b3 = _mm512_fmadd_ps(qb, kv_load16<T>(r3, i + 16), b3);
-        }
-        if (i < full) {
-            const __m512 qa = _mm512_loadu_ps(q + i);
-            a0 = _mm512_fmadd_ps(qa, kv_load16<T>(r0, i), a0);
-            a1 = _mm512_fmadd_ps(qa, kv_load16<T>(r1, i), a1);
-            a2 = _mm512_fmadd_ps(qa, kv_load16<T>(r2, i), a2);
-            a3 = _mm512_fmadd_ps(qa, kv_load16<T>(r3, i), a3);
-        }
-        a0 = _mm512_add_ps(a0, b0);
-        a1 = _mm512_add_ps(a1, b1);
-        a2 = _mm512_add_ps(a2, b2);
-        a3 = _mm512_add_ps(a3, b3);
-        if (rem) {
-            a0 = _mm512_fmadd_ps(q_tail, kv_load<T>(r0, full, rem_mask), a0);
-            a1 = _mm512_fmadd_ps(q_tail, kv_load<T>(r1, full, rem_mask), a1);
-            a2 = _mm512_fmadd_ps(q_tail, kv_load<T>(r2, full, rem_mask), a2);
-            a3 = _mm512_fmadd_ps(q_tail, kv_load<T>(r3, full, rem_mask), a3);
-        }
-        scores[j] = _mm512_reduce_add_ps(a0);
-        scores[j + 1] = _mm512_reduce_add_ps(a1);
-        scores[j + 2] = _mm512_reduce_add_ps(a2);
-        scores[j + 3] = _mm512_reduce_add_ps(a3);
-    }
-    for (; j < count; ++j) {
-        const std::byte* r = rows + j * stride;
-        __m512 a = _mm512_setzero_ps();
-        for (int64_t i = 0; i < full; i += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), kv_load16<T>(r, i), a);
-        if (rem) a = _mm512_fmadd_ps(q_tail, kv_load<T>(r, full, rem_mask), a);
-        scores[j] = _mm512_reduce_add_ps(a);
-    }
-}
-
-template <int T>
-void kv_axpy_avx512(const float* weights, const std::byte* rows, int64_t stride, int64_t count, int64_t dim, float* acc) {
-    int64_t i = 0;
-    for (; i + 128 <= dim; i += 128) {  // 128 values of acc in registers over all keys: eight FMA chains
-        __m512 c[8];
-        for (int u = 0; u < 8; ++u) c[u] = _mm512_loadu_ps(acc + i + 16 * u);
-        for (int64_t j = 0; j < count; ++j) {
-            const __m512 w = _mm512_set1_ps(weights[j]);
-            const std::byte* r = rows + j * stride;
-            for (int u = 0; u < 8; ++u) c[u] = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 16 * u), c[u]);
-        }
-        for (int u = 0; u < 8; ++u) _mm512_storeu_ps(acc + i + 16 * u, c[u]);
-    }
-    for (; i + 64 <= dim; i += 64) {  // 64 values of acc stay in registers over all keys
-        __m512 c0 = _mm512_loadu_ps(acc + i), c1 = _mm512_loadu_ps(acc + i + 16);
-        __m512 c2 = _mm512_loadu_ps(acc + i + 32), c3 = _mm512_loadu_ps(acc + i + 48);
-        for (int64_t j = 0; j < count; ++j) {
-            const __m512 w = _mm512_set1_ps(weights[j]);
-            const std::byte* r = rows + j * stride;
-            c0 = _mm512_fmadd_ps(w, kv_load16<T>(r, i), c0);
-            c1 = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 16), c1);
-            c2 = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 32), c2);
-            c3 = _mm512_fmadd_ps(w, kv_load16<T>(r, i + 48), c3);
-        }
-        _mm512_storeu_ps(acc + i, c0);
-        _mm512_storeu_ps(acc + i + 16, c1);
-        _mm512_storeu_ps(acc + i + 32, c2);
-        _mm512_storeu_ps(acc + i + 48, c3);
-    }
-    for (; i < dim; i += 16) {
-        const __mmask16 mask = tail_mask(dim - i);
-        __m512 c = _mm512_maskz_loadu_ps(mask, acc + i);
-        for (int64_t j = 0; j < count; ++j) c = _mm512_fmadd_ps(_mm512_set1_ps(weights[j]), kv_load<T>(rows + j * stride, i, mask), c);
-        _mm512_mask_storeu_ps(acc + i, mask, c);
-    }
-}
-
 }  // namespace
 
 void fill_ops_avx512(OpsTable& t) {
@@ -457,12 +341,6 @@ void fill_ops_avx512(OpsTable& t) {
     t.f32_to_f16_row = f32_to_f16_avx512;
     t.f32_to_bf16_row = f32_to_bf16_avx512;
     t.exp_sum = exp_sum_avx512;
-    t.kv_dot[KvF32] = kv_dot_avx512<KvF32>;
-    t.kv_dot[KvF16] = kv_dot_avx512<KvF16>;
-    t.kv_dot[KvBf16] = kv_dot_avx512<KvBf16>;
-    t.kv_axpy[KvF32] = kv_axpy_avx512<KvF32>;
-    t.kv_axpy[KvF16] = kv_axpy_avx512<KvF16>;
-    t.kv_axpy[KvBf16] = kv_axpy_avx512<KvBf16>;
 }
 
 }  // namespace oxinfer::kernels
