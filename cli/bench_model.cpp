@@ -4,9 +4,10 @@
 // (llama-bench's depth), evaluated before the timing starts. One untimed warm-up run each, then r
 // timed repetitions; tokens/s as mean and sample standard deviation.
 // --bandwidth: tg against the bound that the memory read bandwidth sets (weight bytes per token /
-// bandwidth), run by run; not with -d, whose cache reads that bound leaves out. The bandwidth is read in turn with the tokens: after each token, the
-// probe reads as many bytes as the token's weights (at least 256 MiB), outside the tokens' time,
-// its ways of reading (ReadBandwidthProbe::methods) taking turns; the faster way's rate counts.
+// bandwidth), run by run; not with -d, whose cache reads that bound leaves out. The bandwidth is
+// read in turn with the tokens: after each token, the probe reads as many bytes as the token's
+// weights (at least 256 MiB), outside the tokens' time, its ways of reading
+// (ReadBandwidthProbe::methods) taking turns; the faster way's rate counts.
 // A machine whose bandwidth swings with its neighbours' load (a cloud VM: 35 to 70 GB/s from one
 // second to the next on a 2-core EPYC) then gives the tokens and the probe the same conditions,
 // which one measurement before each run does not. The probe empties the caches between tokens,
