@@ -11,7 +11,9 @@
 // A machine whose bandwidth swings with its neighbours' load (a cloud VM: 35 to 70 GB/s from one
 // second to the next on a 2-core EPYC) then gives the tokens and the probe the same conditions,
 // which one measurement before each run does not. The probe empties the caches between tokens,
-// which costs the tokens a little: the share errs low.
+// which costs the tokens a little: the share errs low. Neither side's idle threads spin into the
+// other's time: each read waits until the engine's workers sleep, and the probe's sleep at once
+// (its spinning worker took a core from the first parallel sections of the next token).
 
 #include "bench_model.h"
 #include "model_options.h"
@@ -115,6 +117,7 @@ int run_model_bench(const Args& args) {
                 token_seconds += seconds_of([&] { session.evaluate(std::span(test_ids + i, 1)); });
                 if (!probe) continue;
                 const auto method = static_cast<size_t>(i % methods);
+                ReadBandwidthProbe::wait_for_idle_workers();
                 probe_seconds[method] += seconds_of([&] { probe->read(probe_bytes, static_cast<int>(method)); });
                 probe_reads[method] += 1;
             }

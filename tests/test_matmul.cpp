@@ -16,6 +16,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <ctime>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -533,6 +534,34 @@ private slots:
             next = end;
         }
         QCOMPARE(next, int64_t{32});
+    }
+
+    // An idle worker spins for the pool's idle_spin before it sleeps: with jobs 1 ms apart, the
+    // default pool's worker burns about kIdleSpin of processor time per gap, one with zero spin
+    // next to none (a wake-up and a few pauses). The worker reads its own thread's processor time.
+    void threadPoolIdleSpinIsTheWorkersChoice() {
+#if !defined(__unix__) && !defined(__APPLE__)
+        QSKIP("reads a thread's processor time through POSIX clock_gettime");
+#else
+        const auto worker_cpu_ms = [](ThreadPool& pool) {
+            const auto caller = std::this_thread::get_id();
+            double milliseconds = 0;
+            for (int job = 0; job < 100; ++job) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                pool.run([&](int, int) {
+                    if (std::this_thread::get_id() == caller) return;
+                    timespec cpu{};
+                    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+                    milliseconds = static_cast<double>(cpu.tv_sec) * 1e3 + static_cast<double>(cpu.tv_nsec) / 1e6;
+                });
+            }
+            return milliseconds;
+        };
+        ThreadPool spinning(2), sleeping(2, std::chrono::microseconds(0));
+        const double spun = worker_cpu_ms(spinning), slept = worker_cpu_ms(sleeping);
+        // 100 gaps of at least 1 ms: about 20 ms spun; well under that for wake-ups alone.
+        QVERIFY2(spun > 8 && slept < 8, qPrintable(QString("worker processor time: %1 ms spinning, %2 ms with zero spin").arg(spun).arg(slept)));
+#endif
     }
 };
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 
 namespace oxinfer {
 namespace {
@@ -132,8 +133,10 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
     // Bytes per second of one read of the probe's buffer each way, the faster.
     const auto read_rate = [&] {
         double rate = 0;
-        for (int method = 0; method < probe.methods(); ++method)
+        for (int method = 0; method < probe.methods(); ++method) {
+            ReadBandwidthProbe::wait_for_idle_workers();
             rate = std::max(rate, static_cast<double>(probe.bytes()) / seconds_of([&] { probe.read(probe.bytes(), method); }));
+        }
         return rate;
     };
     say("memory read bandwidth: " + std::to_string(report.bandwidth_gbs) + " GB/s");
@@ -219,7 +222,7 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
 // GEMV 19.5-25.6 (faster than the plain read in 9).
 struct ReadBandwidthProbe::State {
     explicit State(int threads)
-        : pool(threads), memory(static_cast<size_t>(kCount) * sizeof(float)), sums(static_cast<size_t>(pool.size())) {
+        : pool(threads, std::chrono::microseconds(0)), memory(static_cast<size_t>(kCount) * sizeof(float)), sums(static_cast<size_t>(pool.size())) {
         const kernels::MatmulTable& table = kernels::matmul_table(active_isa());
         for (auto* read_sum : table.read_sum)
             if (read_sum) reads.push_back(read_sum);
@@ -248,6 +251,8 @@ void ReadBandwidthProbe::read(int64_t bytes, int method) {
         s.sums[static_cast<size_t>(index)] = read_sum(s.buffer() + begin, end - begin);
     });
 }
+
+void ReadBandwidthProbe::wait_for_idle_workers() { std::this_thread::sleep_for(2 * ThreadPool::kIdleSpin); }
 
 int ReadBandwidthProbe::methods() const { return static_cast<int>(state_->reads.size()); }
 

@@ -12,10 +12,6 @@
 namespace oxinfer {
 namespace {
 
-// How long an idle thread spins before it sleeps: long enough to cover the gap between two
-// kernels of one decode step, short enough not to burn a core between user turns.
-constexpr auto kSpinTime = std::chrono::microseconds(200);
-
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(_M_X64)
     _mm_pause();
@@ -24,10 +20,10 @@ inline void cpu_relax() {
 #endif
 }
 
-// Waits until `value` differs from `old`: spins for kSpinTime, then sleeps in the kernel.
+// Waits until `value` differs from `old`: spins for `spin`, then sleeps in the kernel.
 template <class T>
-T wait_for_change(const std::atomic<T>& value, T old) {
-    const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+T wait_for_change(const std::atomic<T>& value, T old, std::chrono::microseconds spin) {
+    const auto deadline = std::chrono::steady_clock::now() + spin;
     for (int spins = 0;; ++spins) {
         const T current = value.load(std::memory_order_acquire);
         if (current != old) return current;
@@ -43,7 +39,7 @@ T wait_for_change(const std::atomic<T>& value, T old) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, std::chrono::microseconds idle_spin) : idle_spin_(idle_spin) {
     size_ = threads > 0 ? threads : std::max(1, platform().physical_cores);
     shares_ = std::make_unique<Share[]>(static_cast<size_t>(size_));
     workers_.reserve(static_cast<size_t>(size_ - 1));
@@ -116,13 +112,14 @@ void ThreadPool::dispatch(Trampoline trampoline, void* context) {
     generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes the job to the workers
     generation_.notify_all();
     trampoline(context, 0, size_);
-    for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = wait_for_change(pending_, left);
+    // The caller waits for the workers spinning, whatever idle_spin_ is: it has a job in flight.
+    for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = wait_for_change(pending_, left, kIdleSpin);
 }
 
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {
-        seen = wait_for_change(generation_, seen);
+        seen = wait_for_change(generation_, seen, idle_spin_);
         if (stopping_.load(std::memory_order_acquire)) return;
         trampoline_(context_, index, size_);
         if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();

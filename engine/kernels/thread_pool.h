@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -17,8 +18,14 @@ namespace oxinfer {
 
 class ThreadPool {
 public:
+    // How long an idle worker spins before it sleeps: long enough to cover the gap between two
+    // kernels of one decode step, short enough not to burn a core between user turns.
+    static constexpr std::chrono::microseconds kIdleSpin{200};
+
     // `threads` counts the caller: a pool of 1 runs every job inline. 0 means physical cores.
-    explicit ThreadPool(int threads = 0);
+    // `idle_spin`: kIdleSpin, or zero for a pool whose jobs come far apart (the bandwidth probe),
+    // whose spinning workers would take the cores from another pool's jobs that follow.
+    explicit ThreadPool(int threads = 0, std::chrono::microseconds idle_spin = kIdleSpin);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -76,6 +83,7 @@ private:
     void worker_loop(int index);
 
     int size_ = 1;
+    std::chrono::microseconds idle_spin_;
     std::vector<std::thread> workers_;
     std::unique_ptr<Share[]> shares_;
     Trampoline trampoline_ = nullptr;

@@ -69,6 +69,10 @@ public:
     // `method` (0 to methods() - 1) streams: for callers that time reads in turn with something
     // else and keep the faster method's rate.
     void read(int64_t bytes, int method);
+    // Sleeps until the engine's idle workers have stopped spinning (they spin a while after each
+    // parallel section, waiting for the next), so that a read timed next has the cores to itself.
+    // The probe's own workers sleep as soon as a read is done: they take no core from what follows.
+    static void wait_for_idle_workers();
     int methods() const;
     int64_t bytes() const;
 
