@@ -15,6 +15,7 @@
 
 #include <QTest>
 
+#include <atomic>
 #include <cmath>
 #include <ctime>
 #include <cstring>
@@ -323,6 +324,54 @@ private slots:
         std::vector<float> x(512), y(8);
         const MatmulTarget mismatched[] = {{&matrices[0].w, y.data()}, {&narrow.w, y.data()}};
         OXINFER_EXPECT_ERROR(matmul_many(mismatched, x.data(), 1, pool), "same number of columns");
+    }
+
+    // matmul_rows_together: each row range is handed to rows_done once, and only after every
+    // matrix's rows of it are computed, with the bits of matmul_many; while decoding, on the
+    // thread that computed them (one or more threads), for prompts once for all rows.
+    void rowsDoneFollowEveryMatrixsRows() {
+        const int64_t rows = 45, cols = 512;  // 45: a partial unit of 16 rows and a partial group of 8
+        const TestMatrix plain[] = {make_matrix(DType::Q4_K, rows, cols, 21), make_matrix(DType::Q4_K, rows, cols, 22),
+                                    make_matrix(DType::BF16, rows, cols, 23)};
+        ThreadPool setup(2);
+        std::vector<std::vector<std::byte>> interleaved_bytes;
+        std::vector<WeightMatrix> weights;
+        for (const TestMatrix& m : plain) {
+            interleaved_bytes.emplace_back(m.bytes.size());
+            weights.push_back(m.w.dtype == DType::Q4_K ? interleave_rows(m.w, interleaved_bytes.back().data(), setup) : m.w);
+        }
+        for (int tokens : {1, 3, 40})
+            for (int threads : {1, 2, 3}) {
+                ThreadPool pool(threads);
+                const auto x = test::random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
+                const size_t n = static_cast<size_t>(tokens * rows);
+                std::vector<std::vector<float>> want(weights.size(), std::vector<float>(n)), got(weights.size(), std::vector<float>(n, NAN));
+                std::vector<MatmulTarget> want_targets, got_targets;
+                for (size_t i = 0; i < weights.size(); ++i) {
+                    want_targets.push_back({&weights[i], want[i].data()});
+                    got_targets.push_back({&weights[i], got[i].data()});
+                }
+                matmul_many(want_targets, x.data(), tokens, pool);
+                std::vector<int> calls(static_cast<size_t>(rows));
+                std::atomic<int> rows_not_ready{0};
+                matmul_rows_together(got_targets, x.data(), tokens, [&](int64_t begin, int64_t end) {
+                    for (int64_t r = begin; r < end; ++r) {
+                        calls[static_cast<size_t>(r)] += 1;  // ranges are disjoint: no two threads share a row
+                        for (size_t i = 0; i < weights.size(); ++i)
+                            for (int64_t t = 0; t < tokens; ++t)
+                                if (!same_bits(got[i][static_cast<size_t>(t * rows + r)], want[i][static_cast<size_t>(t * rows + r)])) rows_not_ready += 1;
+                    }
+                }, pool);
+                const QString where = QStringLiteral("%1 tokens, %2 threads").arg(tokens).arg(threads);
+                QVERIFY2(rows_not_ready == 0, qPrintable(where + QStringLiteral(": %1 rows handed over before their products were done").arg(rows_not_ready.load())));
+                for (int64_t r = 0; r < rows; ++r)
+                    QVERIFY2(calls[static_cast<size_t>(r)] == 1, qPrintable(where + QStringLiteral(": row %1 handed over %2 times").arg(r).arg(calls[static_cast<size_t>(r)])));
+            }
+        ThreadPool pool(2);
+        const TestMatrix shorter = make_matrix(DType::F32, rows - 1, cols, 24);
+        std::vector<float> x(static_cast<size_t>(cols)), y(static_cast<size_t>(rows));
+        const MatmulTarget mismatched[] = {{&weights[0], y.data()}, {&shorter.w, y.data()}};
+        OXINFER_EXPECT_ERROR(matmul_rows_together(mismatched, x.data(), 1, [](int64_t, int64_t) {}, pool), "as many rows");
     }
 
     // A GEMV of 2 to kGemvMaxTokens tokens (a speculative verification) gives every token the same

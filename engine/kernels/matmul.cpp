@@ -368,8 +368,12 @@ void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
     gemv_many_with(table, {&target, 1}, x, tokens, pool);
 }
 
-void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool) {
+void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool,
+                    const RowsCallback* rows_done) {
     if (targets.empty()) return;
+    if (rows_done)
+        for (const MatmulTarget& target : targets)
+            if (target.w->rows != targets[0].w->rows) throw Error("matmul", "matrices whose rows go together must have as many rows");
     const int64_t cols = targets[0].w->cols;
     struct Part {
         const WeightMatrix* w;
@@ -403,8 +407,10 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         need32 |= format == ActivationFormat::Q8Blocks32;
         need256 |= format == ActivationFormat::Q8Blocks256;
         need_even_odd |= format == ActivationFormat::F32EvenOdd;
-        parts[i] = {&w, targets[i].y, dot, w.interleaved ? interleaved_tile(table, w.dtype) : nullptr, format, units};
-        units += (w.rows + kRowGranule - 1) / kRowGranule;
+        // The matrices' units one after another; or, rows going together, every matrix's row r in unit r / kRowGranule.
+        const int64_t matrix_units = (w.rows + kRowGranule - 1) / kRowGranule;
+        parts[i] = {&w, targets[i].y, dot, w.interleaved ? interleaved_tile(table, w.dtype) : nullptr, format, rows_done ? 0 : units};
+        units = rows_done ? matrix_units : units + matrix_units;
     }
     if (need32) {
         act.blocks32.resize(static_cast<size_t>(tokens * (cols / 32)));
@@ -470,6 +476,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
                 }
             }
         }
+        if (rows_done) (*rows_done)(unit_begin * kRowGranule, std::min(targets[0].w->rows, unit_end * kRowGranule));
     });
 }
 
@@ -691,6 +698,16 @@ void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t 
         return;
     }
     for (const MatmulTarget& target : targets) gemm(*target.w, x, tokens, target.y, pool);
+}
+
+void matmul_rows_together(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, RowsCallback rows_done,
+                          ThreadPool& pool) {
+    if (tokens <= kGemvMaxTokens) {
+        gemv_many_with(matmul_table(active_isa()), targets, x, tokens, pool, &rows_done);
+        return;
+    }
+    matmul_many(targets, x, tokens, pool);
+    if (!targets.empty()) rows_done(0, targets[0].w->rows);
 }
 
 }  // namespace oxinfer::kernels

@@ -58,6 +58,27 @@ struct MatmulTarget {
 constexpr size_t kMaxMatmulTargets = 4;
 void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool);
 
+// A callable on a range of rows [begin, end), passed without a copy or an allocation.
+class RowsCallback {
+public:
+    template <class F>
+    RowsCallback(const F& f)  // NOLINT: converts from any callable, as std::function does
+        : call_([](const void* f, int64_t begin, int64_t end) { (*static_cast<const F*>(f))(begin, end); }), f_(&f) {}
+    void operator()(int64_t begin, int64_t end) const { call_(f_, begin, end); }
+
+private:
+    void (*call_)(const void*, int64_t, int64_t);
+    const void* f_;
+};
+
+// matmul_many of matrices with the same number of rows (gate and up), followed by
+// rows_done(begin, end) once for every row: while decoding, on the thread that has just computed
+// rows [begin, end) of every matrix, so that an elementwise step combining them (SwiGLU) runs
+// in parallel on outputs still in that core's cache; for prompts, once for all rows after the
+// products. rows_done covers those rows of every token.
+void matmul_rows_together(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, RowsCallback rows_done,
+                          ThreadPool& pool);
+
 // The same through one path, whatever the token count (tests and benchmarks).
 void gemv(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 void gemm(const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);

@@ -144,7 +144,10 @@ InterleavedTile interleaved_tile(const MatmulTable& table, DType type);  // null
 
 // gemv() and gemm() with the entries of a given table (tests compare levels through them).
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
-void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool);
+// rows_done (optional): the targets have the same rows, each thread takes the same rows of all of
+// them, and calls rows_done on them (matmul_rows_together).
+void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool,
+                    const RowsCallback* rows_done = nullptr);
 void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 
 void fill_matmul_avx2(MatmulTable& table);

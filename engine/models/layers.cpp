@@ -40,15 +40,20 @@ void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::Weight
     const int64_t inter = gate.rows;
     grow(scratch.gate, n * inter);
     grow(scratch.up, n * inter);
+    const auto gated = activation == GateActivation::Silu ? kernels::swiglu : kernels::geglu_tanh;
+    float* g = scratch.gate.data();
+    const float* u = scratch.up.data();
     if (force_gemm) {
-        kernels::gemm(gate, x, n, scratch.gate.data(), pool);
+        kernels::gemm(gate, x, n, g, pool);
         kernels::gemm(up, x, n, scratch.up.data(), pool);
+        gated(g, u, g, n * inter);
     } else {
-        const kernels::MatmulTarget targets[] = {{&gate, scratch.gate.data()}, {&up, scratch.up.data()}};
-        kernels::matmul_many(targets, x, n, pool);
+        // While decoding, each thread gates the rows it has just computed.
+        const kernels::MatmulTarget targets[] = {{&gate, g}, {&up, scratch.up.data()}};
+        kernels::matmul_rows_together(targets, x, n, [&](int64_t begin, int64_t end) {
+            for (int64_t t = 0; t < n; ++t) gated(g + t * inter + begin, u + t * inter + begin, g + t * inter + begin, end - begin);
+        }, pool);
     }
-    (activation == GateActivation::Silu ? kernels::swiglu : kernels::geglu_tanh)(scratch.gate.data(), scratch.up.data(),
-                                                                                 scratch.gate.data(), n * inter);
     (force_gemm ? kernels::gemm : kernels::matmul)(down, scratch.gate.data(), n, out, pool);
 }
 
