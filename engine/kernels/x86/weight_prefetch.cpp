@@ -15,13 +15,17 @@ const BlockPrefetch block_prefetch =
     platform().cpu_vendor == "GenuineIntel" ? BlockPrefetch{4096, false} : BlockPrefetch{kPrefetchBytes, true};
 
 // Intel: 2 KB ahead and rows of up to 2 KB in pairs, measured on the Xeon VM (matmul_avx512.cpp).
-// AMD: one row at a time, 8 KB ahead. On a 2-core EPYC VM (Zen 5), Qwen3-0.6B's layer matrices in
+// AMD: one row at a time. On a 2-core EPYC VM (Zen 5), Qwen3-0.6B's layer matrices in
 // bf16 (881 MB in huge pages), 2 threads, each pass timed in turn with an equal read of the
 // bandwidth probe, medians of 8-10 alternating rounds: the Intel policy streamed at 74-80% of the
 // probe's bandwidth; one row at a time 2 KB ahead 77-90%, 4 KB 85-94%, 8 KB 89-97%, 12-16 KB
-// 90%; rows in pairs 8 KB ahead 84%.
+// 90%; rows in pairs 8 KB ahead 84%. On another Zen 5 VM of the same kind two days later (35-66
+// GB/s), 2 KB ahead was the faster: tg128 with --bandwidth, alternating runs, Llama-3.2-1B bf16
+// 15.0-15.1 tokens/s against 12.9-13.4 (three pairs), Qwen3-0.6B bf16 28.7-29.3 against 23.2-25.6
+// (two pairs); 768 MB of 2048-value rows read in turn with the probe, medians of 12 rounds, six
+// runs: 2 KB at 0.86-1.08 of the probe, 8 KB at 0.80-1.00, lower in each run. So 2 KB ahead.
 const Bf16RowStreaming bf16_row_streaming =
-    platform().cpu_vendor == "GenuineIntel" ? Bf16RowStreaming{kPrefetchBytes, 2048} : Bf16RowStreaming{8192, 0};
+    platform().cpu_vendor == "GenuineIntel" ? Bf16RowStreaming{kPrefetchBytes, 2048} : Bf16RowStreaming{kPrefetchBytes, 0};
 
 // Intel: 2 KB, not block_prefetch's 4 KB: on a 2-core Xeon VM (Sapphire Rapids class), GEMVs in the
 // shapes of one Qwen3-0.6B token, 15 rounds alternating in one process, Q4_K decoded at a median
