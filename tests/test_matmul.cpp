@@ -498,6 +498,37 @@ private slots:
         }
     }
 
+    // The activations the GEMV packs for its row dots (bf16's even/odd floats, the int8 blocks of
+    // Q8_0 and Q4_K) start on a 64-byte line (the first token's: a later token's Q4_K blocks follow the
+    // first's at 308 bytes a block), as the AVX-512 row dots read them fastest. Row dots
+    // that record the address they are given stand in for the level's; the widths grow so that
+    // the packed buffers are allocated anew, past 128 KB too (where malloc's blocks sit 16 bytes
+    // into a page).
+    void packedActivationsStartOnACacheLine() {
+        static std::atomic<int> calls, misaligned;
+        const RowDot record = [](int64_t, const std::byte*, int64_t, int64_t rows, const void* activations, float* y) {
+            calls.fetch_add(1);
+            if (reinterpret_cast<uintptr_t>(activations) % 64 != 0) misaligned.fetch_add(1);
+            std::fill(y, y + rows, 0.0f);
+        };
+        MatmulTable table = matmul_table(Isa::Scalar);
+        table.dot_bf16 = table.dot_q8_0 = table.dot_q4_k = record;
+        table.bf16_even_odd_group = 32;
+        ThreadPool pool(2);
+        for (DType type : {DType::BF16, DType::Q8_0, DType::Q4_K}) {
+            calls = misaligned = 0;
+            for (int64_t cols = 256; cols <= 65536; cols *= 2) {
+                const int64_t row_bytes = static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(cols)));
+                std::vector<std::byte> bytes(static_cast<size_t>(2 * row_bytes));
+                const WeightMatrix w{type, 2, cols, bytes.data(), row_bytes};
+                std::vector<float> x(static_cast<size_t>(cols), 0.5f), y(2);
+                gemv_with(table, w, x.data(), 1, y.data(), pool);
+            }
+            QVERIFY2(calls > 0, dtype_name(type).data());
+            QVERIFY2(misaligned == 0, (std::string(dtype_name(type)) + ": " + std::to_string(misaligned.load()) + " of " + std::to_string(calls.load()) + " calls off a line").c_str());
+        }
+    }
+
     void unsupportedTypeIsAnError() {
         ThreadPool pool(1);
         std::vector<std::byte> bytes(66);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -215,11 +216,31 @@ void check_supported(const MatmulTable& table, const WeightMatrix& w) {
 // The interleaved part of w's rows: whole groups of kInterleavedRows (none for a plain matrix).
 int64_t interleaved_rows(const WeightMatrix& w) { return w.interleaved ? w.rows / kInterleavedRows * kInterleavedRows : 0; }
 
+// Storage that starts on a cache line. The AVX-512 row dots load the activations 64 bytes at a
+// time, and a load that straddles two lines costs: on a 2-core Zen 5 VM the bf16 row dot over 4
+// MB of rows in cache ran at 98 GB/s with its activations on a line and at 56-62 with them 16, 32
+// or 48 bytes off (where std::vector's 16-byte alignment puts them), and over 768 MB in memory at
+// 43.6 against 38.8-39.4 GB/s.
+template <class T>
+struct CacheLineAllocator {
+    using value_type = T;
+    static constexpr std::align_val_t kAlignment{64};
+    CacheLineAllocator() = default;
+    template <class U>
+    CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
+    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
+    void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlignment); }
+    template <class U>
+    bool operator==(const CacheLineAllocator<U>&) const noexcept { return true; }
+};
+template <class T>
+using CacheLineVector = std::vector<T, CacheLineAllocator<T>>;
+
 // Activations of one call in each format the row dots of its weight types read.
 struct PackedActivations {
-    std::vector<ActBlock32> blocks32;
-    std::vector<ActBlock256> blocks256;
-    std::vector<float> even_odd;
+    CacheLineVector<ActBlock32> blocks32;
+    CacheLineVector<ActBlock256> blocks256;
+    CacheLineVector<float> even_odd;
     const float* f32 = nullptr;
     int64_t cols = 0;
 
