@@ -318,7 +318,8 @@ private slots:
 
     void head_layouts() {
         // Multi-head (kv = heads), multi-query (one kv head), odd head sizes, a continuation chunk
-        // (queries at 100..104 over cache [0, 105)). The cases of 32 tokens and more take the
+        // (queries at 100..104 over cache [0, 105)), an odd number of kv heads (decoding takes
+        // them two side by side, and one alone) over two partitions of keys. The cases of 32 tokens and more take the
         // prefill tiles: rows (tokens x group) that are not a multiple of the kernels' 4, odd key
         // counts, head sizes that are not a multiple of 8 or 16.
         struct Case {
@@ -326,7 +327,7 @@ private slots:
         };
         for (const Case& c : {Case{4, 4, 64, 0, 9}, Case{6, 1, 80, 0, 7}, Case{8, 2, 72, 100, 5}, Case{2, 2, 17, 0, 3}, Case{3, 1, 1, 0, 4},
                               Case{3, 1, 72, 0, 37}, Case{6, 1, 80, 0, 33}, Case{2, 2, 17, 0, 35}, Case{4, 4, 64, 100, 34}, Case{2, 1, 36, 7, 50},
-                              Case{2, 2, 64, 0, 33}, Case{3, 1, 64, 0, 37}}) {
+                              Case{2, 2, 64, 0, 33}, Case{3, 1, 64, 0, 37}, Case{6, 3, 64, 600, 3}}) {
             AttentionParams p;
             p.heads = c.heads;
             p.kv_heads = c.kv_heads;
@@ -472,7 +473,7 @@ private slots:
             int tokens, first, heads, kv_heads, window = 0;
         };
         for (const Case& c : {Case{1, 1300, 2, 1}, Case{2, 1100, 2, 2}, Case{70, 0, 4, 2}, Case{3, 600, 8, 1}, Case{40, 500, 2, 1},
-                              Case{40, 500, 2, 1, 45}}) {
+                              Case{40, 500, 2, 1, 45}, Case{1, 700, 16, 8}, Case{3, 600, 6, 3}}) {
             AttentionParams p;
             p.heads = c.heads;
             p.kv_heads = c.kv_heads;

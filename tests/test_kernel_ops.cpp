@@ -443,11 +443,12 @@ private slots:
                 }
     }
 
-    // kv_dot_group / kv_axpy_group (decoding: the query heads of one kv head over each row at once)
-    // against the scalar kv_dot / kv_axpy query by query, with the same bounds; rows padded
-    // (stride > dim), scores and accumulators at a larger stride whose padding must stay as it
-    // was, with and without rows to read on into (`next`, which only changes what is asked for
-    // ahead). A level without them decodes query by query; the AVX2 level must have them.
+    // kv_dot_group / kv_axpy_group (decoding: the query heads of one or two kv heads over each row
+    // at once) against the scalar kv_dot / kv_axpy query by query, with the same bounds; rows
+    // padded (stride > dim), the second kv head's rows after the first's (head_stride), scores and
+    // accumulators at a larger stride whose padding must stay as it was, with and without rows to
+    // read on into (`next`, which only changes what is asked for ahead). A level without them
+    // decodes query by query; the AVX2 level must have them.
     void attention_group_loops_data() { level_rows(); }
     void attention_group_loops() {
         const KernelLevel& level = level_of_row();
@@ -459,47 +460,56 @@ private slots:
             if (!simd.kv_dot_group[type] || !simd.kv_axpy_group[type]) continue;
             for (int64_t dim : {3, 8, 16, 17, 33, 64, 100, 128})
                 for (int64_t count : {1, 5, 64})
-                    for (int64_t queries : {1, 2, 3, 4, 5, 8}) {
-                        const int64_t stride = (dim + 3) * (type == KvF32 ? 4 : 2), ld = count + 2, acc_stride = dim + 2;
-                        std::vector<float> rounded, ignored;
-                        const std::vector<std::byte> rows = kv_rows(type, count, dim + 3, 22, rounded);
-                        const std::vector<std::byte> next = kv_rows(type, 3, dim + 3, 23, ignored);
-                        const auto q = random_floats(static_cast<size_t>(queries * dim), -1, 1, 24);
-                        const auto weights = random_floats(static_cast<size_t>(queries * ld), 0, 1, 25);
-                        const auto acc0 = random_floats(static_cast<size_t>(queries * acc_stride), -1, 1, 26);
-                        const QString context = QStringLiteral("type=%1 dim=%2 count=%3 queries=%4").arg(type).arg(dim).arg(count).arg(queries);
-                        for (const bool with_next : {false, true}) {
-                            const std::byte* then = with_next ? next.data() : nullptr;
-                            const int64_t then_count = with_next ? 3 : 0;
-                            std::vector<float> got(static_cast<size_t>(queries * ld), -7.0f), want(got.size(), -7.0f);
-                            simd.kv_dot_group[type](q.data(), queries, rows.data(), stride, count, dim, got.data(), ld, then, then_count);
-                            std::vector<double> atol(got.size());
-                            for (int64_t r = 0; r < queries; ++r) {
-                                scalar.kv_dot[type](q.data() + r * dim, rows.data(), stride, count, dim, want.data() + r * ld);
-                                for (int64_t j = 0; j < count; ++j) {
-                                    double magnitude = 0;
-                                    for (int64_t i = 0; i < dim; ++i) magnitude += std::abs(q[r * dim + i] * rounded[j * (dim + 3) + i]);
-                                    atol[r * ld + j] = 2.0 * dim * 0x1p-24 * magnitude;
+                    for (int64_t queries : {1, 2, 3, 4, 5, 8})
+                        for (int64_t heads : {1, 2}) {
+                            const int64_t row_values = dim + 3, stride = row_values * (type == KvF32 ? 4 : 2), ld = count + 2, acc_stride = dim + 2;
+                            const int64_t head_rows = count + 1, head_stride = head_rows * stride, rows = heads * queries;
+                            std::vector<float> rounded, ignored;
+                            const std::vector<std::byte> keys = kv_rows(type, heads * head_rows, row_values, 22, rounded);
+                            const std::vector<std::byte> next = kv_rows(type, (heads - 1) * head_rows + 3, row_values, 23, ignored);
+                            const auto q = random_floats(static_cast<size_t>(rows * dim), -1, 1, 24);
+                            const auto weights = random_floats(static_cast<size_t>(rows * ld), 0, 1, 25);
+                            const auto acc0 = random_floats(static_cast<size_t>(rows * acc_stride), -1, 1, 26);
+                            const QString context =
+                                QStringLiteral("type=%1 dim=%2 count=%3 queries=%4 heads=%5").arg(type).arg(dim).arg(count).arg(queries).arg(heads);
+                            // The rounded value i of row j of kv head h.
+                            const auto value = [&](int64_t h, int64_t j, int64_t i) { return rounded[(h * head_rows + j) * row_values + i]; };
+                            for (const bool with_next : {false, true}) {
+                                const std::byte* then = with_next ? next.data() : nullptr;
+                                const int64_t then_count = with_next ? 3 : 0;
+                                std::vector<float> got(static_cast<size_t>(rows * ld), -7.0f), want(got.size(), -7.0f);
+                                simd.kv_dot_group[type](q.data(), queries, heads, keys.data(), head_stride, stride, count, dim, got.data(), ld, then,
+                                                        then_count);
+                                std::vector<double> atol(got.size());
+                                for (int64_t r = 0; r < rows; ++r) {
+                                    const int64_t h = r / queries;
+                                    scalar.kv_dot[type](q.data() + r * dim, keys.data() + h * head_stride, stride, count, dim, want.data() + r * ld);
+                                    for (int64_t j = 0; j < count; ++j) {
+                                        double magnitude = 0;
+                                        for (int64_t i = 0; i < dim; ++i) magnitude += std::abs(q[r * dim + i] * value(h, j, i));
+                                        atol[r * ld + j] = 2.0 * dim * 0x1p-24 * magnitude;
+                                    }
                                 }
-                            }
-                            EXPECT_CLOSE(compare(got.data(), want.data(), queries * ld, 0.0, atol, key("kv_dot_group", level)), "kv_dot_group " + context);
+                                EXPECT_CLOSE(compare(got.data(), want.data(), rows * ld, 0.0, atol, key("kv_dot_group", level)), "kv_dot_group " + context);
 
-                            std::vector<float> got_acc = acc0, want_acc = acc0;
-                            simd.kv_axpy_group[type](weights.data(), ld, queries, rows.data(), stride, count, dim, got_acc.data(), acc_stride, then,
-                                                     then_count);
-                            std::vector<double> acc_atol(acc0.size());
-                            for (int64_t r = 0; r < queries; ++r) {
-                                scalar.kv_axpy[type](weights.data() + r * ld, rows.data(), stride, count, dim, want_acc.data() + r * acc_stride);
-                                for (int64_t i = 0; i < dim; ++i) {
-                                    double magnitude = std::abs(acc0[r * acc_stride + i]);
-                                    for (int64_t j = 0; j < count; ++j) magnitude += std::abs(weights[r * ld + j] * rounded[j * (dim + 3) + i]);
-                                    acc_atol[r * acc_stride + i] = 2.0 * (count + 1) * 0x1p-24 * magnitude;
+                                std::vector<float> got_acc = acc0, want_acc = acc0;
+                                simd.kv_axpy_group[type](weights.data(), ld, queries, heads, keys.data(), head_stride, stride, count, dim, got_acc.data(),
+                                                         acc_stride, then, then_count);
+                                std::vector<double> acc_atol(acc0.size());
+                                for (int64_t r = 0; r < rows; ++r) {
+                                    const int64_t h = r / queries;
+                                    scalar.kv_axpy[type](weights.data() + r * ld, keys.data() + h * head_stride, stride, count, dim,
+                                                         want_acc.data() + r * acc_stride);
+                                    for (int64_t i = 0; i < dim; ++i) {
+                                        double magnitude = std::abs(acc0[r * acc_stride + i]);
+                                        for (int64_t j = 0; j < count; ++j) magnitude += std::abs(weights[r * ld + j] * value(h, j, i));
+                                        acc_atol[r * acc_stride + i] = 2.0 * (count + 1) * 0x1p-24 * magnitude;
+                                    }
                                 }
+                                EXPECT_CLOSE(compare(got_acc.data(), want_acc.data(), rows * acc_stride, 0.0, acc_atol, key("kv_axpy_group", level)),
+                                             "kv_axpy_group " + context);
                             }
-                            EXPECT_CLOSE(compare(got_acc.data(), want_acc.data(), queries * acc_stride, 0.0, acc_atol, key("kv_axpy_group", level)),
-                                         "kv_axpy_group " + context);
                         }
-                    }
         }
     }
 

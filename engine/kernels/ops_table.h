@@ -65,16 +65,19 @@ struct OpsTable {
                                      int64_t count, int64_t dim, float* scores, int64_t ld);
     void (*kv_axpy_rows[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride,
                                       int64_t count, int64_t dim, float* acc, int64_t acc_stride);
-    // The same for the few query heads of one kv head while decoding (q_r = q + r·dim), in the
-    // order that streams the rows from memory: each row used by every query before the next, its
-    // lines asked for ahead, on into `next_count` rows at `next` (the caller's next rows, at the
-    // same stride; nullptr if none) past the last. nullptr: attention runs kv_dot and kv_axpy query
-    // by query.
-    void (*kv_dot_group[KvTypeCount])(const float* q, int64_t rows, const std::byte* keys, int64_t stride, int64_t count, int64_t dim,
-                                      float* scores, int64_t ld, const std::byte* next, int64_t next_count);
-    void (*kv_axpy_group[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride,
-                                       int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next,
-                                       int64_t next_count);
+    // The same while decoding, for the `rows` query heads of each of `heads` kv heads (query row
+    // r = h·rows + g is q + r·dim, query head g of kv head h, whose rows start at h·head_stride
+    // bytes from keys, values and next), in the order that streams the rows from memory: each row
+    // used by every query of its kv head before the next, the kv heads' j-th rows one after
+    // another (one stream each), their lines asked for ahead, on into `next_count` rows at `next`
+    // (the caller's next rows, at the same strides; nullptr if none) past the last. nullptr:
+    // attention runs kv_dot and kv_axpy query by query.
+    void (*kv_dot_group[KvTypeCount])(const float* q, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride,
+                                      int64_t stride, int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next,
+                                      int64_t next_count);
+    void (*kv_axpy_group[KvTypeCount])(const float* weights, int64_t ld, int64_t rows, int64_t heads, const std::byte* values,
+                                       int64_t head_stride, int64_t stride, int64_t count, int64_t dim, float* acc, int64_t acc_stride,
+                                       const std::byte* next, int64_t next_count);
 
     // The gated delta rule for one head: one token (the recurrence), or a chunk of up to 64 tokens
     // (the chunked form); scratch holds delta_rule_scratch_floats(dk, dv) floats.

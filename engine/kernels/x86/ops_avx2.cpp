@@ -578,8 +578,9 @@ void kv_axpy_rows_avx2(const float* weights, int64_t ld, int64_t rows, const std
 }
 
 // Decoding: the few query heads of one kv head against rows read from memory, each row used by
-// every query before the next (kv_dot_group / kv_axpy_group in ops_table.h). Each row's lines are
-// asked for kKvAheadBytes ahead of it, on into `next` past the last row. Qwen3-0.6B's heads
+// every query before the next (kv_dot_group / kv_axpy_group in ops_table.h), the rows of several
+// kv heads taken in turn (one stream each). Each row's lines are asked for kKvAheadBytes ahead of
+// it, on into `next` past the last row. Qwen3-0.6B's heads
 // (2 queries of 128 values a kv head, f32, head-major cache), 2 threads from memory on the Zen 3
 // VM: 75-90% of the read bandwidth, against 50-65% for kv_dot and kv_axpy query by query, which
 // read each block of rows twice, the second time while memory idled.
@@ -638,24 +639,28 @@ template <int R>
 constexpr int kDotKeys = R == 1 ? 4 : R == 2 ? 2 : 1;
 
 template <int T>
-void kv_dot_group_avx2(const float* q, int64_t rows, const std::byte* keys, int64_t stride, int64_t count, int64_t dim,
-                       float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
+void kv_dot_group_avx2(const float* q, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride, int64_t stride,
+                       int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
     const int64_t ahead = kv_rows_ahead(stride), row_bytes = dim * (T == KvF32 ? 4 : 2);
     by_row_blocks(rows, [&]<int R>(int64_t r) {
         // Only the first block of up to 4 queries streams the rows from memory (and asks for them
         // ahead); the others (groups of 5 or more) read the block again from L1 or L2.
         const bool streaming = r == 0;
+        // Keys j.. of kv head h, K at a time.
+        const auto step = [&]<int K>(int64_t h, int64_t j) {
+            const std::byte* head_keys = keys + h * head_stride;
+            if (streaming)
+                for (int k = 0; k < K; ++k)
+                    prefetch_kv_row(head_keys, stride, count, next ? next + h * head_stride : nullptr, next_count, j + k + ahead, row_bytes);
+            const int64_t row = h * rows + r;
+            kv_dot_keys<T, R, K>(q + row * dim, dim, head_keys + j * stride, stride, scores + row * ld + j, ld);
+        };
         constexpr int K = kDotKeys<R>;
         int64_t j = 0;
-        for (; j + K <= count; j += K) {
-            if (streaming)
-                for (int k = 0; k < K; ++k) prefetch_kv_row(keys, stride, count, next, next_count, j + k + ahead, row_bytes);
-            kv_dot_keys<T, R, K>(q + r * dim, dim, keys + j * stride, stride, scores + r * ld + j, ld);
-        }
-        for (; j < count; ++j) {
-            if (streaming) prefetch_kv_row(keys, stride, count, next, next_count, j + ahead, row_bytes);
-            kv_dot_keys<T, R, 1>(q + r * dim, dim, keys + j * stride, stride, scores + r * ld + j, ld);
-        }
+        for (; j + K <= count; j += K)
+            for (int64_t h = 0; h < heads; ++h) step.template operator()<K>(h, j);
+        for (; j < count; ++j)
+            for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
     });
 }
 
@@ -686,18 +691,23 @@ inline void kv_axpy_keys(const float* weights, int64_t ld, int64_t rows, const s
 }
 
 template <int T>
-void kv_axpy_group_avx2(const float* weights, int64_t ld, int64_t rows, const std::byte* values, int64_t stride, int64_t count,
-                        int64_t dim, float* acc, int64_t acc_stride, const std::byte* next, int64_t next_count) {
+void kv_axpy_group_avx2(const float* weights, int64_t ld, int64_t rows, int64_t heads, const std::byte* values, int64_t head_stride,
+                        int64_t stride, int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next,
+                        int64_t next_count) {
     const int64_t ahead = kv_rows_ahead(stride), row_bytes = dim * (T == KvF32 ? 4 : 2);
+    // Values j.. of kv head h, K at a time.
+    const auto step = [&]<int K>(int64_t h, int64_t j) {
+        const std::byte* head_values = values + h * head_stride;
+        for (int k = 0; k < K; ++k)
+            prefetch_kv_row(head_values, stride, count, next ? next + h * head_stride : nullptr, next_count, j + k + ahead, row_bytes);
+        kv_axpy_keys<T, K>(weights + h * rows * ld + j, ld, rows, head_values + j * stride, stride, dim, acc + h * rows * acc_stride,
+                           acc_stride);
+    };
     int64_t j = 0;
-    for (; j + kAxpyKeys <= count; j += kAxpyKeys) {
-        for (int64_t k = 0; k < kAxpyKeys; ++k) prefetch_kv_row(values, stride, count, next, next_count, j + k + ahead, row_bytes);
-        kv_axpy_keys<T, kAxpyKeys>(weights + j, ld, rows, values + j * stride, stride, dim, acc, acc_stride);
-    }
-    for (; j < count; ++j) {
-        prefetch_kv_row(values, stride, count, next, next_count, j + ahead, row_bytes);
-        kv_axpy_keys<T, 1>(weights + j, ld, rows, values + j * stride, stride, dim, acc, acc_stride);
-    }
+    for (; j + kAxpyKeys <= count; j += kAxpyKeys)
+        for (int64_t h = 0; h < heads; ++h) step.template operator()<kAxpyKeys>(h, j);
+    for (; j < count; ++j)
+        for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
 }
 
 }  // namespace
