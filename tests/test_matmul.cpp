@@ -138,11 +138,13 @@ private slots:
             // panel packers (float, Q8_0/Q4_0 by the level, the rest dequantised as Q5_0 is).
             // Float widths 48 and 63 leave 16 and 31 values after the last 32-value group (one and
             // two masked steps of 16); 1100 bf16 values pass the 2 KB up to which AVX-512 takes
-            // two rows at a time; 1056 Q8_0-like rows pass 1 KB, so that several tokens walk
-            // them in steps of fewer than 16 rows.
-            const std::vector<int64_t> widths = block == 1    ? std::vector<int64_t>{1, 7, 33, 48, 63, 300, 1100}
-                                                : block == 32 ? std::vector<int64_t>{32, 64, 96, 288, 1056}
-                                                              : std::vector<int64_t>{256, 768};
+            // two rows at a time on Intel, 8200 the 16 KB from which it does on AMD (with a
+            // partial group of 8 at the end); 1056 Q8_0-like rows pass 1 KB, so that several
+            // tokens walk them in steps of fewer than 16 rows.
+            std::vector<int64_t> widths = block == 1    ? std::vector<int64_t>{1, 7, 33, 48, 63, 300, 1100}
+                                          : block == 32 ? std::vector<int64_t>{32, 64, 96, 288, 1056}
+                                                        : std::vector<int64_t>{256, 768};
+            if (type == DType::BF16) widths.push_back(8200);
             std::vector<int> row_counts{1, 7, 33};
             if (type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q5_0)
                 row_counts.push_back(90);

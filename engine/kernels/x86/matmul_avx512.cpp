@@ -107,18 +107,18 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
     for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
 }
 
-// Rows of up to bf16_row_streaming.paired_row_bytes go two at a time. On Intel 2 KB: from huge
-// pages, on the Xeon VM (2 threads, 1 GB, rounds alternating): 1024-value rows 35 GB/s two at a
-// time, 34-35 one at a time; 2048-value rows 30 two at a time, 32-33 one at a time; 3072 and 8192
-// alike. tg128 in alternating runs, two rows only up to 2 KB against always: Qwen3-0.6B bf16 1.04,
-// Llama-3.2-1B bf16 1.04; one row always: Qwen3-0.6B 0.97. AMD (Zen 5): one row at a time
-// (weight_prefetch.cpp).
+// Rows go two at a time where bf16_row_streaming says. On Intel up to 2 KB: from huge pages, on
+// the Xeon VM (2 threads, 1 GB, rounds alternating): 1024-value rows 35 GB/s two at a time, 34-35
+// one at a time; 2048-value rows 30 two at a time, 32-33 one at a time; 3072 and 8192 alike.
+// tg128 in alternating runs, two rows only up to 2 KB against always: Qwen3-0.6B bf16 1.04,
+// Llama-3.2-1B bf16 1.04; one row always: Qwen3-0.6B 0.97. AMD (Zen 5): rows from 16 KB
+// (weight_prefetch.cpp). Both ways give each row the same operations.
 void dot_bf16_rows_avx512(int64_t cols, const std::byte* weights, int64_t row_bytes, int64_t rows, const void* activations, float* y) {
     const auto* p = reinterpret_cast<U8>(weights);
     const auto* af = static_cast<const float*>(activations);
     const int ahead = bf16_row_streaming.bytes_ahead;
     int64_t r = 0;
-    if (row_bytes <= bf16_row_streaming.paired_row_bytes)
+    if (row_bytes <= bf16_row_streaming.paired_up_to || row_bytes >= bf16_row_streaming.paired_from)
         for (; r + 2 <= rows; r += 2) dot_bf16_even_odd_avx512<2>(cols, p + r * row_bytes, row_bytes, af, y + r, ahead);
     for (; r < rows; ++r) dot_bf16_even_odd_avx512<1>(cols, p + r * row_bytes, row_bytes, af, y + r, ahead);
 }

@@ -6,6 +6,8 @@
 
 #include <oxinfer/platform.h>
 
+#include <limits>
+
 namespace oxinfer::kernels {
 
 // Measured on one Intel (a Xeon VM with AVX-512) and one AMD (an EPYC Zen 3 VM) machine; other
@@ -24,8 +26,19 @@ const BlockPrefetch block_prefetch =
 // 15.0-15.1 tokens/s against 12.9-13.4 (three pairs), Qwen3-0.6B bf16 28.7-29.3 against 23.2-25.6
 // (two pairs); 768 MB of 2048-value rows read in turn with the probe, medians of 12 rounds, six
 // runs: 2 KB at 0.86-1.08 of the probe, 8 KB at 0.80-1.00, lower in each run. So 2 KB ahead.
-const Bf16RowStreaming bf16_row_streaming =
-    platform().cpu_vendor == "GenuineIntel" ? Bf16RowStreaming{kPrefetchBytes, 2048} : Bf16RowStreaming{kPrefetchBytes, 0};
+// Long rows go in pairs on AMD: a row's f32 activations (4 bytes a value, 32 KB for 8192 values)
+// then no longer stay in the 48 KB L1 beside the weights streaming through it, and a pair reads
+// them once for two rows. A Zen 5 VM (2026-12-05), 512 MB of rows in huge pages, 2 threads, in
+// turn with the probe, medians of 12 rounds, two runs each: 8192 values a row 0.88-0.90 of the
+// probe in pairs against 0.75 one at a time (0.94-1.03 one at a time against the same row's first
+// 2048 activations over and over, timing only), 14336 values 0.90-0.95 against 0.75-0.76, 6144
+// values 0.83 against 0.81-0.82; 4096 values 0.81-0.85 against 0.94-1.01 and 2048 values
+// 0.73-0.74 against 0.97-1.00 (four rows at a time 0.45-0.62 at every length). Llama-3.2-1B bf16
+// tg128 with --profile, two alternating pairs: the MLP (its down projection has 8192-value rows)
+// 1.98-2.05 against 2.14-2.23 ms a layer.
+const Bf16RowStreaming bf16_row_streaming = platform().cpu_vendor == "GenuineIntel"
+                                                ? Bf16RowStreaming{kPrefetchBytes, 2048, std::numeric_limits<int64_t>::max()}
+                                                : Bf16RowStreaming{kPrefetchBytes, 0, 16384};
 
 // Intel: 2 KB, not block_prefetch's 4 KB: on a 2-core Xeon VM (Sapphire Rapids class), GEMVs in the
 // shapes of one Qwen3-0.6B token, 15 rounds alternating in one process, Q4_K decoded at a median
