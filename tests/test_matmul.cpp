@@ -408,13 +408,16 @@ private slots:
     // layout gives every row back byte for byte; GEMV and GEMM match the double-precision
     // reference within the int8-activation bound, the same level's plain row dots within the float
     // bound, and give each token its one-token bits. Row counts with and without a plain tail,
-    // token counts with a last partial group of the 4-token tiles.
+    // token counts with a last partial group of the 4-token tiles; Q8_0 rows of 129 blocks pass the
+    // 4 KB from which decoding on AMD takes two groups per call (45 rows: an odd group last).
     void interleavedWeights() {
         int levels_with_kernels = 0;
         for (DType type : {DType::Q4_K, DType::Q8_0}) {
             const int64_t block = dtype_traits(type).block_elements;
+            std::vector<int64_t> widths{block, 3 * block};
+            if (type == DType::Q8_0) widths.push_back(129 * block);
             for (int64_t rows : {5, 8, 16, 37, 45})
-                for (int64_t cols : {block, 3 * block}) {
+                for (int64_t cols : widths) {
                     const TestMatrix m = make_matrix(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
                     std::vector<std::byte> bytes(m.bytes.size());
                     ThreadPool setup(2);
