@@ -250,7 +250,8 @@ void ReadBandwidthProbe::read(int64_t bytes, int method) {
     // The threads take their shares as the GEMVs take rows (ThreadPool::parallel_for), the faster
     // relieving the slower. Equal halves measured twice the slower core's rate: on a 2-core Zen 5
     // VM, whose cores read 30 and 39-45 GB/s at times, 340 MB read in balanced shares came out
-    // 6-10% faster than in halves (medians of 30 alternating reads, 0.92-1.18 each).
+    // 6-10% faster than in halves (medians of three runs of 30 alternating reads; single reads
+    // 0.91-1.39 times).
     constexpr int64_t kPieceFloats = 4096;  // pieces of whole 16 KB: whole pages for the page bursts
     s.pool.parallel_for(count, kPieceFloats, [&](int64_t begin, int64_t end) {
         s.sink.store(read_sum(s.buffer() + begin, end - begin), std::memory_order_relaxed);

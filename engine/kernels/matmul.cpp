@@ -366,6 +366,12 @@ void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t 
         }
 }
 
+// The GEMV driver's streaming choices measured on AMD (read_streams, interleaved_groups_per_call).
+bool on_amd() {
+    static const bool amd = platform().cpu_vendor == "AuthenticAMD";
+    return amd;
+}
+
 // Streams per thread for a GEMV over w: the hardware prefetchers follow each, and more cache lines
 // are in flight than one stream keeps. On a 2-core Xeon VM (AVX-512), 2 threads reading 1 GB:
 // 23-27 GB/s with one stream per thread, 27-29 with two, 30-32 with four. Rows whose arithmetic
@@ -376,8 +382,7 @@ void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t 
 // the AVX-512 kernel that computes it in 512-bit vectors, tg128 of Qwen3-0.6B q4_k with
 // --bandwidth in rotating runs, medians of 5: one stream 0.78 of the bound, two 0.71.
 int64_t read_streams(const WeightMatrix& w) {
-    static const bool amd = platform().cpu_vendor == "AuthenticAMD";
-    if (w.dtype == DType::Q4_K && w.interleaved && amd) return 1;
+    if (w.dtype == DType::Q4_K && w.interleaved && on_amd()) return 1;
     const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved;
     return dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
 }
@@ -389,8 +394,7 @@ int64_t read_streams(const WeightMatrix& w) {
 // a time (one thread: 0.99 against 0.69), 4096 values 0.91 against 0.73; shorter rows stream
 // faster one group at a time (2048 values 0.89 against 0.83, 1024 values 0.97 against 0.79).
 int64_t interleaved_groups_per_call(const WeightMatrix& w) {
-    static const bool amd = platform().cpu_vendor == "AuthenticAMD";
-    return amd && w.dtype == DType::Q8_0 && w.row_bytes >= 4096 ? 2 : 1;
+    return on_amd() && w.dtype == DType::Q8_0 && w.row_bytes >= 4096 ? 2 : 1;
 }
 
 }  // namespace
