@@ -621,6 +621,25 @@ private slots:
         QCOMPARE(next, int64_t{32});
     }
 
+    // Jobs published as workers give up spinning and go to sleep: every job runs on every thread
+    // and returns (a worker asleep without having seen its job would hang run()). Gaps of 0-6 us
+    // against a 2 us spin put many jobs in the moment a worker starts to sleep.
+    void threadPoolWakesWorkersThatJustFellAsleep() {
+        for (int threads : {2, 3}) {
+            ThreadPool pool(threads, std::chrono::microseconds(2));
+            std::vector<std::atomic<int>> runs(static_cast<size_t>(threads));
+            std::mt19937 random(7);
+            constexpr int kJobs = 20000;
+            for (int job = 0; job < kJobs; ++job) {
+                const auto gap_end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(random() % 6000);
+                while (std::chrono::steady_clock::now() < gap_end) {
+                }
+                pool.run([&](int index, int) { runs[static_cast<size_t>(index)]++; });
+            }
+            for (const auto& count : runs) QCOMPARE(count.load(), kJobs);
+        }
+    }
+
     // An idle worker spins for the pool's idle_spin before it sleeps: with jobs 1 ms apart, the
     // default pool's worker burns about kIdleSpin of processor time per gap, one with zero spin
     // next to none (a wake-up and a few pauses). The worker reads its own thread's processor time.

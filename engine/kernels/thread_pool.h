@@ -86,11 +86,13 @@ private:
     std::chrono::microseconds idle_spin_;
     std::vector<std::thread> workers_;
     std::unique_ptr<Share[]> shares_;
+    // The job, on the line the workers watch.
+    alignas(64) std::atomic<uint64_t> generation_{0};
     Trampoline trampoline_ = nullptr;
     void* context_ = nullptr;
-    alignas(64) std::atomic<uint64_t> generation_{0};
     alignas(64) std::atomic<int> pending_{0};
     std::atomic<bool> stopping_{false};
+    alignas(64) std::atomic<int> sleepers_{0};  // workers asleep, or about to sleep, in wait_for_change
 };
 
 }  // namespace oxinfer
