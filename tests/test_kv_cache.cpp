@@ -122,6 +122,24 @@ private slots:
         OXINFER_EXPECT_ERROR(cache.reserve(1201), std::string("do not fit in the context length of 1200"));
     }
 
+    // A layer's keys and values are one allocation from a huge-page boundary, so that where they
+    // fill whole huge pages (Qwen3-0.6B's f32 cache at 256 positions: 1 MB each) the system can
+    // back them with huge pages rather than fault in each 4 KB page at its first store.
+    void layer_keys_and_values_share_huge_pages() {
+        constexpr int64_t kv_heads = 8, head_dim = 128, positions = 256;
+        KvCache cache(2, kv_heads, head_dim, DType::F32, 4096);
+        cache.reserve(1);
+        const uintptr_t bytes = kv_heads * positions * head_dim * 4;
+        for (int64_t layer = 0; layer < 2; ++layer) {
+            const auto keys = reinterpret_cast<uintptr_t>(cache.keys(layer).data);
+#ifndef _WIN32  // Windows aligns to its allocation granularity and gives no huge pages to applications
+            QCOMPARE(keys % kernels::HugePageBuffer::kHugePageBytes, uintptr_t{0});
+#endif
+            QCOMPARE(reinterpret_cast<uintptr_t>(cache.values(layer).data), keys + bytes);
+            QCOMPARE(cache.values(layer).head_stride, int64_t{positions * head_dim * 4});
+        }
+    }
+
     void ring_keeps_the_window() {
         // A window of 8 in a 2000-position context: a ring of 8 + kMaxStoreTokens slots.
         const int64_t window = 8, ring = window + models::kMaxStoreTokens;

@@ -23,14 +23,14 @@ void convert(DType dtype, const float* src, std::byte* dst, int64_t n) {
 
 KvCache::KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype, int64_t capacity, int64_t window)
     : kv_heads_(kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity), window_(window),
-      ring_(window > 0 && window + kMaxStoreTokens < capacity ? window + kMaxStoreTokens : 0), keys_(static_cast<size_t>(layers)),
-      values_(static_cast<size_t>(layers)) {
+      ring_(window > 0 && window + kMaxStoreTokens < capacity ? window + kMaxStoreTokens : 0),
+      layers_(static_cast<size_t>(layers)) {
     if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
         throw Error("kv cache", "type " + std::string(dtype_name(dtype)) + " is not supported (f32, f16, bf16 are)");
 }
 
 uint64_t KvCache::bytes_per_position() const {
-    return 2 * keys_.size() * static_cast<uint64_t>(kv_heads_ * head_dim_ * element_bytes(dtype_));
+    return 2 * layers_.size() * static_cast<uint64_t>(kv_heads_ * head_dim_ * element_bytes(dtype_));
 }
 
 uint64_t KvCache::allocated_bytes() const { return bytes_per_position() * static_cast<uint64_t>(reserved_); }
@@ -53,22 +53,21 @@ void KvCache::reserve(int64_t end) {
     const int64_t grown = std::min(ring_ > 0 ? ring_ : capacity_, std::max({slots, reserved_ * 2, int64_t{256}}));
     const int64_t row_bytes = head_dim_ * element_bytes(dtype_);
     const size_t kept = static_cast<size_t>(reserved_ * row_bytes);  // of each head
-    for (auto* layers : {&keys_, &values_})
-        for (kernels::HugePageBuffer& layer : *layers) {
-            kernels::HugePageBuffer bigger(static_cast<size_t>(kv_heads_ * grown * row_bytes));
-            if (kept)
-                for (int64_t head = 0; head < kv_heads_; ++head)
-                    std::memcpy(bigger.data() + head * grown * row_bytes, layer.data() + head * reserved_ * row_bytes, kept);
-            layer = std::move(bigger);
-        }
+    for (kernels::HugePageBuffer& layer : layers_) {
+        kernels::HugePageBuffer bigger(static_cast<size_t>(2 * kv_heads_ * grown * row_bytes));
+        if (kept)
+            for (int64_t head = 0; head < 2 * kv_heads_; ++head)  // the keys' heads, then the values'
+                std::memcpy(bigger.data() + head * grown * row_bytes, layer.data() + head * reserved_ * row_bytes, kept);
+        layer = std::move(bigger);
+    }
     reserved_ = grown;
 }
 
 void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v) {
     if (ring_ > 0 && count > kMaxStoreTokens) throw Error("kv cache", "a store of more than kMaxStoreTokens positions into a ring");
     const int64_t row_bytes = head_dim_ * element_bytes(dtype_);
-    std::byte* keys = keys_[static_cast<size_t>(layer)].data();
-    std::byte* values = values_[static_cast<size_t>(layer)].data();
+    std::byte* keys = half(layer, 0);
+    std::byte* values = half(layer, 1);
     for (int64_t t = 0; t < count; ++t) {
         const int64_t slot = ring_ > 0 ? (first + t) % ring_ : first + t;
         for (int64_t head = 0; head < kv_heads_; ++head) {
@@ -80,10 +79,14 @@ void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k,
     }
 }
 
-kernels::KvCacheView KvCache::view(const kernels::HugePageBuffer& data) const {
+std::byte* KvCache::half(int64_t layer, int index) const {
+    return layers_[static_cast<size_t>(layer)].data() + index * kv_heads_ * reserved_ * head_dim_ * element_bytes(dtype_);
+}
+
+kernels::KvCacheView KvCache::view(int64_t layer, int index) const {
     kernels::KvCacheView view;
     view.dtype = dtype_;
-    view.data = data.data();
+    view.data = half(layer, index);
     view.position_stride = head_dim_ * element_bytes(dtype_);
     view.head_stride = reserved_ * view.position_stride;
     view.ring_size = ring_;
