@@ -138,6 +138,17 @@ inline __m512 mm512_permute_ps(__m512 v, int control) {  // the same 4-lane shuf
     for (int i = 0; i < 16; ++i) out[i] = in[(i & ~3) + ((control >> (2 * (i & 3))) & 3)];
     return from_lanes<__m512>(out);
 }
+// 128-bit lanes 0 and 1 from a, 2 and 3 from b, each chosen by two bits of control.
+inline __m512 mm512_shuffle_f32x4(__m512 a, __m512 b, int control) {
+    float from_a[16], from_b[16], out[16];
+    to_lanes(a, from_a);
+    to_lanes(b, from_b);
+    for (int lane = 0; lane < 4; ++lane) {
+        const float* source = (lane < 2 ? from_a : from_b) + 4 * ((control >> (2 * lane)) & 3);
+        std::memcpy(out + 4 * lane, source, 16);
+    }
+    return from_lanes<__m512>(out);
+}
 inline __m512i mm512_mask_i32gather_epi32(__m512i src, __mmask16 k, __m512i index, const void* base, int scale) {
     int32_t lanes[16], offsets[16];
     to_lanes(src, lanes);
@@ -168,6 +179,7 @@ inline float cvtsh_ss(unsigned short h) { return half_to_float(h); }
 #undef _mm512_cvtepi32_epi16
 #undef _mm512_permute_ps
 #undef _mm512_mask_i32gather_epi32
+#undef _mm512_shuffle_f32x4
 #undef _cvtsh_ss
 #define _mm512_mask_loadu_ps oxinfer_emulation::mm512_mask_loadu_ps
 #define _mm512_maskz_loadu_ps oxinfer_emulation::mm512_maskz_loadu_ps
@@ -185,4 +197,5 @@ inline float cvtsh_ss(unsigned short h) { return half_to_float(h); }
 #define _mm512_cvtepi32_epi16 oxinfer_emulation::mm512_cvtepi32_epi16
 #define _mm512_permute_ps oxinfer_emulation::mm512_permute_ps
 #define _mm512_mask_i32gather_epi32 oxinfer_emulation::mm512_mask_i32gather_epi32
+#define _mm512_shuffle_f32x4 oxinfer_emulation::mm512_shuffle_f32x4
 #define _cvtsh_ss oxinfer_emulation::cvtsh_ss

@@ -29,6 +29,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/x86/kv_prefetch.h"
 #include "kernels/x86/vec256.h"
 
 namespace oxinfer::kernels {
@@ -586,19 +587,8 @@ void kv_axpy_rows_avx2(const float* weights, int64_t ld, int64_t rows, const std
 // read each block of rows twice, the second time while memory idled.
 // Several rows per step (kv_dot_keys, kv_axpy_keys) took a layer's attention at 64 positions from
 // 25 to 17 us with the cache in L3 (2 threads, the same VM; from memory 35 to 33 us), and tg32
-// of Qwen3-0.6B q4_k at 1024 positions with an f16 cache from 46-51 to 55 tok/s.
-constexpr int64_t kKvAheadBytes = 2048;
-
-// Asks for every cache line of row `row`: of these rows, or of the next ones past the last.
-inline void prefetch_kv_row(const std::byte* rows, int64_t stride, int64_t count, const std::byte* next, int64_t next_count,
-                            int64_t row, int64_t row_bytes) {
-    const std::byte* at = row < count ? rows + row * stride : row - count < next_count ? next + (row - count) * stride : nullptr;
-    if (!at) return;
-    const auto first = reinterpret_cast<uintptr_t>(at), end = first + static_cast<uintptr_t>(row_bytes);
-    for (uintptr_t line = first & ~uintptr_t{63}; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-}
-
-inline int64_t kv_rows_ahead(int64_t stride) { return stride > 0 && stride < kKvAheadBytes ? kKvAheadBytes / stride : 1; }
+// of Qwen3-0.6B q4_k at 1024 positions with an f16 cache from 46-51 to 55 tok/s. The lines are
+// asked for kKvAheadBytes ahead (kv_prefetch.h).
 
 // Scores of R queries (q_r = q + r·dim) against K consecutive key rows, each score in two
 // chains (the even and odd 8-value steps, as kv_dot_avx2's), added and reduced by hsum. The K
