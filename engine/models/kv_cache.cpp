@@ -30,7 +30,7 @@ KvCache::KvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, DType dtype
 }
 
 uint64_t KvCache::bytes_per_position() const {
-    return 2 * layers_.size() * static_cast<uint64_t>(kv_heads_ * head_dim_ * element_bytes(dtype_));
+    return 2 * layers_.size() * static_cast<uint64_t>(kv_heads_ * row_bytes());
 }
 
 uint64_t KvCache::allocated_bytes() const { return bytes_per_position() * static_cast<uint64_t>(reserved_); }
@@ -51,7 +51,7 @@ void KvCache::reserve(int64_t end) {
     const int64_t slots = ring_ > 0 ? std::min(end, ring_) : end;
     if (slots <= reserved_) return;
     const int64_t grown = std::min(ring_ > 0 ? ring_ : capacity_, std::max({slots, reserved_ * 2, int64_t{256}}));
-    const int64_t row_bytes = head_dim_ * element_bytes(dtype_);
+    const int64_t row_bytes = this->row_bytes();  // kept in a local: the loops below use it often
     const size_t kept = static_cast<size_t>(reserved_ * row_bytes);  // of each head
     for (kernels::HugePageBuffer& layer : layers_) {
         kernels::HugePageBuffer bigger(static_cast<size_t>(2 * kv_heads_ * grown * row_bytes));
@@ -65,7 +65,7 @@ void KvCache::reserve(int64_t end) {
 
 void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v) {
     if (ring_ > 0 && count > kMaxStoreTokens) throw Error("kv cache", "a store of more than kMaxStoreTokens positions into a ring");
-    const int64_t row_bytes = head_dim_ * element_bytes(dtype_);
+    const int64_t row_bytes = this->row_bytes();  // kept in a local: the loops below use it often
     std::byte* keys = half(layer, 0);
     std::byte* values = half(layer, 1);
     for (int64_t t = 0; t < count; ++t) {
@@ -79,15 +79,17 @@ void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k,
     }
 }
 
+int64_t KvCache::row_bytes() const { return head_dim_ * element_bytes(dtype_); }
+
 std::byte* KvCache::half(int64_t layer, int index) const {
-    return layers_[static_cast<size_t>(layer)].data() + index * kv_heads_ * reserved_ * head_dim_ * element_bytes(dtype_);
+    return layers_[static_cast<size_t>(layer)].data() + index * kv_heads_ * reserved_ * row_bytes();
 }
 
 kernels::KvCacheView KvCache::view(int64_t layer, int index) const {
     kernels::KvCacheView view;
     view.dtype = dtype_;
     view.data = half(layer, index);
-    view.position_stride = head_dim_ * element_bytes(dtype_);
+    view.position_stride = row_bytes();
     view.head_stride = reserved_ * view.position_stride;
     view.ring_size = ring_;
     return view;

@@ -56,6 +56,7 @@ public:
     uint64_t allocated_bytes() const;
 
 private:
+    int64_t row_bytes() const;  // one head's keys or values at one position
     // Keys (half 0) or values (half 1) of a layer: each kv_heads * reserved_ rows.
     std::byte* half(int64_t layer, int index) const;
     kernels::KvCacheView view(int64_t layer, int index) const;
