@@ -13,17 +13,32 @@ namespace {
 // Each row's lines are asked for this many bytes ahead of it (measured in ops_avx2.cpp).
 constexpr int64_t kKvAheadBytes = 2048;
 
-// Asks for every cache line of row `row`: of these rows, or of the next ones past the last.
-inline void prefetch_kv_row(const std::byte* rows, int64_t stride, int64_t count, const std::byte* next, int64_t next_count,
-                            int64_t row, int64_t row_bytes) {
-    const std::byte* at = row < count ? rows + row * stride : row - count < next_count ? next + (row - count) * stride : nullptr;
-    if (!at) return;
-    const auto first = reinterpret_cast<uintptr_t>(at), end = first + static_cast<uintptr_t>(row_bytes);
-    for (uintptr_t line = first & ~uintptr_t{63}; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-}
+// The rows a decoding kernel streams: kv head h's `count` rows at rows + h·head_stride, then the
+// caller's next `next_count` rows at next + h·head_stride (next nullptr: none), `stride` bytes apart.
+struct KvStream {
+    const std::byte* rows;
+    const std::byte* next;
+    int64_t next_count, head_stride, stride, count;
+    int64_t row_bytes;  // of the values each row holds
+    int64_t ahead;      // rows asked for ahead: kKvAheadBytes of them, at least one
 
-// Rows of `stride` bytes to ask for ahead.
-inline int64_t kv_rows_ahead(int64_t stride) { return stride > 0 && stride < kKvAheadBytes ? kKvAheadBytes / stride : 1; }
+    KvStream(const std::byte* rows, int64_t head_stride, int64_t stride, int64_t count, int64_t row_bytes, const std::byte* next,
+             int64_t next_count)
+        : rows(rows), next(next), next_count(next_count), head_stride(head_stride), stride(stride), count(count), row_bytes(row_bytes),
+          ahead(stride > 0 && stride < kKvAheadBytes ? kKvAheadBytes / stride : 1) {}
+
+    // Asks for every cache line of kv head h's rows [j, j + n) shifted `ahead` on.
+    void ask_ahead(int64_t h, int64_t j, int n) const {
+        for (int64_t row = j + ahead; row < j + ahead + n; ++row) {
+            const std::byte* at = row < count                  ? rows + h * head_stride + row * stride
+                                  : next && row - count < next_count ? next + h * head_stride + (row - count) * stride
+                                                                     : nullptr;
+            if (!at) return;
+            const auto first = reinterpret_cast<uintptr_t>(at), end = first + static_cast<uintptr_t>(row_bytes);
+            for (uintptr_t line = first & ~uintptr_t{63}; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+        }
+    }
+};
 
 }  // namespace
 }  // namespace oxinfer::kernels

@@ -394,26 +394,9 @@ inline __m256 kv_dot_keys16(const float* q, int64_t dim, const std::byte* rows, 
     return sum_lanes8(acc);
 }
 
-// Query rows [r, r + R) of every kv head (kv_dot_group's arguments), 8 / R keys a step.
-template <int T, int R>
-void kv_dot_rows16(const float* q, int64_t r, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride, int64_t stride,
-                   int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
-    const int64_t ahead = kv_rows_ahead(stride), row_bytes = dim * (T == KvF32 ? 4 : 2);
-    // Only the first rows stream the keys from memory (and ask for them ahead); the others read
-    // the block again from L1 or L2.
-    const bool streaming = r == 0;
-    const auto step = [&]<int K>(int64_t h, int64_t j) {
-        const std::byte* head_keys = keys + h * head_stride;
-        if (streaming)
-            for (int k = 0; k < K; ++k)
-                prefetch_kv_row(head_keys, stride, count, next ? next + h * head_stride : nullptr, next_count, j + k + ahead, row_bytes);
-        const int64_t row = h * rows + r;
-        float lanes[8];
-        _mm256_storeu_ps(lanes, kv_dot_keys16<T, R, K>(q + row * dim, dim, head_keys + j * stride, stride));
-        for (int k = 0; k < K; ++k)
-            for (int g = 0; g < R; ++g) scores[(row + g) * ld + j + k] = lanes[k * R + g];
-    };
-    constexpr int K = 8 / R;
+// step<K>(h, j) for rows j.. of every kv head h in turn, K rows a step, then the last one by one.
+template <int K, class Step>
+inline void by_key_steps(int64_t count, int64_t heads, const Step& step) {
     int64_t j = 0;
     for (; j + K <= count; j += K)
         for (int64_t h = 0; h < heads; ++h) step.template operator()<K>(h, j);
@@ -421,22 +404,44 @@ void kv_dot_rows16(const float* q, int64_t r, int64_t rows, int64_t heads, const
         for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
 }
 
+// block<R>(r) over the query rows in blocks of R = 4, then 2, then 1.
+template <class Block>
+inline void by_query_blocks(int64_t rows, const Block& block) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) block.template operator()<4>(r);
+    if (r + 2 <= rows) {
+        block.template operator()<2>(r);
+        r += 2;
+    }
+    if (r < rows) block.template operator()<1>(r);
+}
+
+// Query rows [r, r + R) of every kv head (kv_dot_group's arguments), 8 / R keys a step.
+template <int T, int R>
+void kv_dot_rows16(const float* q, int64_t r, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride, int64_t stride,
+                   int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
+    const KvStream stream(keys, head_stride, stride, count, dim * (T == KvF32 ? 4 : 2), next, next_count);
+    // Only the first rows stream the keys from memory (and ask for them ahead); the others read
+    // the block again from L1 or L2.
+    const bool streaming = r == 0;
+    const auto step = [&]<int K>(int64_t h, int64_t j) {
+        const std::byte* head_keys = keys + h * head_stride;
+        if (streaming) stream.ask_ahead(h, j, K);
+        const int64_t row = h * rows + r;
+        float lanes[8];
+        _mm256_storeu_ps(lanes, kv_dot_keys16<T, R, K>(q + row * dim, dim, head_keys + j * stride, stride));
+        for (int k = 0; k < K; ++k)
+            for (int g = 0; g < R; ++g) scores[(row + g) * ld + j + k] = lanes[k * R + g];
+    };
+    by_key_steps<8 / R>(count, heads, step);
+}
+
 template <int T>
 void kv_dot_group_avx512(const float* q, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride, int64_t stride,
                          int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
-    for (int64_t r = 0; r < rows;) {
-        const int64_t left = rows - r;
-        if (left >= 4) {
-            kv_dot_rows16<T, 4>(q, r, rows, heads, keys, head_stride, stride, count, dim, scores, ld, next, next_count);
-            r += 4;
-        } else if (left >= 2) {
-            kv_dot_rows16<T, 2>(q, r, rows, heads, keys, head_stride, stride, count, dim, scores, ld, next, next_count);
-            r += 2;
-        } else {
-            kv_dot_rows16<T, 1>(q, r, rows, heads, keys, head_stride, stride, count, dim, scores, ld, next, next_count);
-            r += 1;
-        }
-    }
+    by_query_blocks(rows, [&]<int R>(int64_t r) {
+        kv_dot_rows16<T, R>(q, r, rows, heads, keys, head_stride, stride, count, dim, scores, ld, next, next_count);
+    });
 }
 
 // acc_r += Σ_k weights[r·ld + k] · row_k for R rows (acc_r = acc + r·acc_stride) and K consecutive
@@ -478,40 +483,24 @@ constexpr int kAxpyKeys16 = 4;
 template <int T, int R>
 void kv_axpy_rows16(const float* weights, int64_t ld, int64_t r, int64_t rows, int64_t heads, const std::byte* values, int64_t head_stride,
                     int64_t stride, int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next, int64_t next_count) {
-    const int64_t ahead = kv_rows_ahead(stride), row_bytes = dim * (T == KvF32 ? 4 : 2);
+    const KvStream stream(values, head_stride, stride, count, dim * (T == KvF32 ? 4 : 2), next, next_count);
     const bool streaming = r == 0;
     const auto step = [&]<int K>(int64_t h, int64_t j) {
         const std::byte* head_values = values + h * head_stride;
-        if (streaming)
-            for (int k = 0; k < K; ++k)
-                prefetch_kv_row(head_values, stride, count, next ? next + h * head_stride : nullptr, next_count, j + k + ahead, row_bytes);
+        if (streaming) stream.ask_ahead(h, j, K);
         const int64_t row = h * rows + r;
         kv_axpy_keys16<T, R, K>(weights + row * ld + j, ld, head_values + j * stride, stride, dim, acc + row * acc_stride, acc_stride);
     };
-    int64_t j = 0;
-    for (; j + kAxpyKeys16 <= count; j += kAxpyKeys16)
-        for (int64_t h = 0; h < heads; ++h) step.template operator()<kAxpyKeys16>(h, j);
-    for (; j < count; ++j)
-        for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
+    by_key_steps<kAxpyKeys16>(count, heads, step);
 }
 
 template <int T>
 void kv_axpy_group_avx512(const float* weights, int64_t ld, int64_t rows, int64_t heads, const std::byte* values, int64_t head_stride,
                           int64_t stride, int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next,
                           int64_t next_count) {
-    for (int64_t r = 0; r < rows;) {
-        const int64_t left = rows - r;
-        if (left >= 4) {
-            kv_axpy_rows16<T, 4>(weights, ld, r, rows, heads, values, head_stride, stride, count, dim, acc, acc_stride, next, next_count);
-            r += 4;
-        } else if (left >= 2) {
-            kv_axpy_rows16<T, 2>(weights, ld, r, rows, heads, values, head_stride, stride, count, dim, acc, acc_stride, next, next_count);
-            r += 2;
-        } else {
-            kv_axpy_rows16<T, 1>(weights, ld, r, rows, heads, values, head_stride, stride, count, dim, acc, acc_stride, next, next_count);
-            r += 1;
-        }
-    }
+    by_query_blocks(rows, [&]<int R>(int64_t r) {
+        kv_axpy_rows16<T, R>(weights, ld, r, rows, heads, values, head_stride, stride, count, dim, acc, acc_stride, next, next_count);
+    });
 }
 
 }  // namespace
