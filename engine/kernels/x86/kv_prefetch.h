@@ -1,8 +1,10 @@
 #pragma once
 // How the decoding attention kernels (kv_dot_group / kv_axpy_group in ops_table.h) ask for the
-// cache rows they stream from memory. Shared by the x86 ops files; every function has internal
+// cache rows they stream from memory, and the loop that takes the kv heads' rows side by side. Shared by the x86 ops files; every function has internal
 // linkage, so each instruction-set level keeps its own copy (see ops_avx512.cpp). Include it after
 // <immintrin.h> (or the tests' AVX-512 emulation header).
+
+#include "kernels/ops_table.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,13 +21,13 @@ struct KvStream {
     const std::byte* rows;
     const std::byte* next;
     int64_t next_count, head_stride, stride, count;
-    int64_t row_bytes;  // of the values each row holds
+    int64_t row_bytes;  // of the `dim` values each row holds
     int64_t ahead;      // rows asked for ahead: kKvAheadBytes of them, at least one
 
-    KvStream(const std::byte* rows, int64_t head_stride, int64_t stride, int64_t count, int64_t row_bytes, const std::byte* next,
+    KvStream(int kv_type, int64_t dim, const std::byte* rows, int64_t head_stride, int64_t stride, int64_t count, const std::byte* next,
              int64_t next_count)
-        : rows(rows), next(next), next_count(next_count), head_stride(head_stride), stride(stride), count(count), row_bytes(row_bytes),
-          ahead(stride > 0 && stride < kKvAheadBytes ? kKvAheadBytes / stride : 1) {}
+        : rows(rows), next(next), next_count(next_count), head_stride(head_stride), stride(stride), count(count),
+          row_bytes(dim * (kv_type == KvF32 ? 4 : 2)), ahead(stride > 0 && stride < kKvAheadBytes ? kKvAheadBytes / stride : 1) {}
 
     // Asks for every cache line of kv head h's rows [j, j + n) shifted `ahead` on.
     void ask_ahead(int64_t h, int64_t j, int n) const {
@@ -39,6 +41,17 @@ struct KvStream {
         }
     }
 };
+
+// step<K>(h, j) for rows j.. of every kv head h in turn, K rows a step, then the last ones one by
+// one: the kv heads' rows side by side, one stream each.
+template <int K, class Step>
+inline void by_key_steps(int64_t count, int64_t heads, const Step& step) {
+    int64_t j = 0;
+    for (; j + K <= count; j += K)
+        for (int64_t h = 0; h < heads; ++h) step.template operator()<K>(h, j);
+    for (; j < count; ++j)
+        for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
+}
 
 }  // namespace
 }  // namespace oxinfer::kernels

@@ -631,7 +631,7 @@ constexpr int kDotKeys = R == 1 ? 4 : R == 2 ? 2 : 1;
 template <int T>
 void kv_dot_group_avx2(const float* q, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride, int64_t stride,
                        int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
-    const KvStream stream(keys, head_stride, stride, count, dim * (T == KvF32 ? 4 : 2), next, next_count);
+    const KvStream stream(T, dim, keys, head_stride, stride, count, next, next_count);
     by_row_blocks(rows, [&]<int R>(int64_t r) {
         // Only the first block of up to 4 queries streams the rows from memory (and asks for them
         // ahead); the others (groups of 5 or more) read the block again from L1 or L2.
@@ -643,12 +643,7 @@ void kv_dot_group_avx2(const float* q, int64_t rows, int64_t heads, const std::b
             const int64_t row = h * rows + r;
             kv_dot_keys<T, R, K>(q + row * dim, dim, head_keys + j * stride, stride, scores + row * ld + j, ld);
         };
-        constexpr int K = kDotKeys<R>;
-        int64_t j = 0;
-        for (; j + K <= count; j += K)
-            for (int64_t h = 0; h < heads; ++h) step.template operator()<K>(h, j);
-        for (; j < count; ++j)
-            for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
+        by_key_steps<kDotKeys<R>>(count, heads, step);
     });
 }
 
@@ -682,7 +677,7 @@ template <int T>
 void kv_axpy_group_avx2(const float* weights, int64_t ld, int64_t rows, int64_t heads, const std::byte* values, int64_t head_stride,
                         int64_t stride, int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next,
                         int64_t next_count) {
-    const KvStream stream(values, head_stride, stride, count, dim * (T == KvF32 ? 4 : 2), next, next_count);
+    const KvStream stream(T, dim, values, head_stride, stride, count, next, next_count);
     // Values j.. of kv head h, K at a time.
     const auto step = [&]<int K>(int64_t h, int64_t j) {
         const std::byte* head_values = values + h * head_stride;
@@ -690,11 +685,7 @@ void kv_axpy_group_avx2(const float* weights, int64_t ld, int64_t rows, int64_t 
         kv_axpy_keys<T, K>(weights + h * rows * ld + j, ld, rows, head_values + j * stride, stride, dim, acc + h * rows * acc_stride,
                            acc_stride);
     };
-    int64_t j = 0;
-    for (; j + kAxpyKeys <= count; j += kAxpyKeys)
-        for (int64_t h = 0; h < heads; ++h) step.template operator()<kAxpyKeys>(h, j);
-    for (; j < count; ++j)
-        for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
+    by_key_steps<kAxpyKeys>(count, heads, step);
 }
 
 }  // namespace

@@ -394,16 +394,6 @@ inline __m256 kv_dot_keys16(const float* q, int64_t dim, const std::byte* rows, 
     return sum_lanes8(acc);
 }
 
-// step<K>(h, j) for rows j.. of every kv head h in turn, K rows a step, then the last one by one.
-template <int K, class Step>
-inline void by_key_steps(int64_t count, int64_t heads, const Step& step) {
-    int64_t j = 0;
-    for (; j + K <= count; j += K)
-        for (int64_t h = 0; h < heads; ++h) step.template operator()<K>(h, j);
-    for (; j < count; ++j)
-        for (int64_t h = 0; h < heads; ++h) step.template operator()<1>(h, j);
-}
-
 // block<R>(r) over the query rows in blocks of R = 4, then 2, then 1.
 template <class Block>
 inline void by_query_blocks(int64_t rows, const Block& block) {
@@ -420,7 +410,7 @@ inline void by_query_blocks(int64_t rows, const Block& block) {
 template <int T, int R>
 void kv_dot_rows16(const float* q, int64_t r, int64_t rows, int64_t heads, const std::byte* keys, int64_t head_stride, int64_t stride,
                    int64_t count, int64_t dim, float* scores, int64_t ld, const std::byte* next, int64_t next_count) {
-    const KvStream stream(keys, head_stride, stride, count, dim * (T == KvF32 ? 4 : 2), next, next_count);
+    const KvStream stream(T, dim, keys, head_stride, stride, count, next, next_count);
     // Only the first rows stream the keys from memory (and ask for them ahead); the others read
     // the block again from L1 or L2.
     const bool streaming = r == 0;
@@ -483,7 +473,7 @@ constexpr int kAxpyKeys16 = 4;
 template <int T, int R>
 void kv_axpy_rows16(const float* weights, int64_t ld, int64_t r, int64_t rows, int64_t heads, const std::byte* values, int64_t head_stride,
                     int64_t stride, int64_t count, int64_t dim, float* acc, int64_t acc_stride, const std::byte* next, int64_t next_count) {
-    const KvStream stream(values, head_stride, stride, count, dim * (T == KvF32 ? 4 : 2), next, next_count);
+    const KvStream stream(T, dim, values, head_stride, stride, count, next, next_count);
     const bool streaming = r == 0;
     const auto step = [&]<int K>(int64_t h, int64_t j) {
         const std::byte* head_values = values + h * head_stride;
