@@ -728,7 +728,7 @@ private slots:
             std::vector<std::byte> interleaved_bytes(table.size());
             ThreadPool pool(1);
             const kernels::WeightMatrix interleaved =
-                type == DType::Q8_0 ? kernels::interleave_rows(plain, interleaved_bytes.data(), pool) : plain;
+                type == DType::Q8_0 ? kernels::interleave_rows(plain, kernels::kInterleavedRows, interleaved_bytes.data(), pool) : plain;
             ActiveLevelGuard guard;
             for (Isa isa : supported_isas())
                 for (const kernels::WeightMatrix& matrix : {plain, interleaved}) {

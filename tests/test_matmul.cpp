@@ -340,7 +340,8 @@ private slots:
         std::vector<WeightMatrix> weights;
         for (const TestMatrix& m : plain) {
             interleaved_bytes.emplace_back(m.bytes.size());
-            weights.push_back(m.w.dtype == DType::Q4_K ? interleave_rows(m.w, interleaved_bytes.back().data(), setup) : m.w);
+            const int64_t group_rows = interleaved_group_rows(matmul_table(active_isa()), DType::Q4_K);
+            weights.push_back(m.w.dtype == DType::Q4_K ? interleave_rows(m.w, group_rows, interleaved_bytes.back().data(), setup) : m.w);
         }
         for (int tokens : {1, 3, 40})
             for (int threads : {1, 2, 3}) {
@@ -404,36 +405,46 @@ private slots:
         }
     }
 
-    // Interleaved Q4_K and Q8_0 (kernels/interleave.h) on every level with kernels for them: the
-    // layout gives every row back byte for byte; GEMV and GEMM match the double-precision
-    // reference within the int8-activation bound, the same level's plain row dots within the float
-    // bound, and give each token its one-token bits. Row counts with and without a plain tail,
-    // token counts with a last partial group of the 4-token tiles; Q8_0 rows of 129 blocks pass the
-    // 4 KB from which decoding on AMD takes two groups per call (45 rows: an odd group last).
+    // Interleaved Q4_K and Q8_0 (kernels/interleave.h) in each group size, on every level with
+    // kernels for it: the layout gives every row back byte for byte; GEMV and GEMM match the
+    // double-precision reference within the int8-activation bound, the same level's plain row dots
+    // within the float bound, and give each token its one-token bits; a level whose kernel takes
+    // another group size refuses the matrix. Row counts with and without a plain tail, token counts
+    // with a last partial group of the 4-token tiles; Q8_0 rows of 129 blocks pass the 4 KB from
+    // which decoding on AMD takes two groups per call (45 rows: an odd group last).
     void interleavedWeights() {
         int levels_with_kernels = 0;
         for (DType type : {DType::Q4_K, DType::Q8_0}) {
             const int64_t block = dtype_traits(type).block_elements;
             std::vector<int64_t> widths{block, 3 * block};
             if (type == DType::Q8_0) widths.push_back(129 * block);
-            for (int64_t rows : {5, 8, 16, 37, 45})
+            std::vector<int64_t> group_sizes{kInterleavedRows};
+            if (type == DType::Q4_K) group_sizes.push_back(2 * kInterleavedRows);
+            for (int64_t group_rows : group_sizes)
+            for (int64_t rows : {5, 8, 16, 37, 45, 51})
                 for (int64_t cols : widths) {
                     const TestMatrix m = make_matrix(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
                     std::vector<std::byte> bytes(m.bytes.size());
                     ThreadPool setup(2);
-                    const WeightMatrix w = interleave_rows(m.w, bytes.data(), setup);
+                    const WeightMatrix w = interleave_rows(m.w, group_rows, bytes.data(), setup);
                     QVERIFY(w.interleaved);
-                    QCOMPARE(std::memcmp(bytes.data(), m.bytes.data(), bytes.size()) != 0, rows >= kInterleavedRows);  // fewer: all plain
+                    QCOMPARE(std::memcmp(bytes.data(), m.bytes.data(), bytes.size()) != 0, rows >= group_rows);  // fewer: all plain
                     std::vector<std::byte> row(static_cast<size_t>(m.w.row_bytes));
                     for (int64_t r = 0; r < rows; ++r) {
                         copy_plain_row(w, r, row.data());
                         QVERIFY2(std::memcmp(row.data(), m.bytes.data() + r * m.w.row_bytes, row.size()) == 0,
-                                 qPrintable(QStringLiteral("%1 %2x%3 row %4").arg(dtype_name(type).data()).arg(rows).arg(cols).arg(r)));
+                                 qPrintable(QStringLiteral("%1 in %2 %3x%4 row %5").arg(dtype_name(type).data()).arg(group_rows).arg(rows).arg(cols).arg(r)));
                     }
                     for (int tokens : {1, 2, 4, 5, 15}) {
                         const auto x = test::random_floats(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens + 3));
                         for (const KernelLevel& level : kernel_levels()) {
                             if (!interleaved_tile(*level.matmul, type)) continue;
+                            if (interleaved_group_rows(*level.matmul, type) != group_rows) {
+                                ThreadPool pool(1);
+                                std::vector<float> y(static_cast<size_t>(tokens * rows));
+                                OXINFER_EXPECT_ERROR(gemv_with(*level.matmul, w, x.data(), 1, y.data(), pool), "groups of");
+                                continue;
+                            }
                             levels_with_kernels += 1;
                             for (int threads : {1, 2}) {
                                 ThreadPool pool(threads);

@@ -15,14 +15,18 @@ namespace {
 // row `row`'s bytes plain_offset.. of its plain block sit at group_offset of the group block. One
 // description of the layout (interleave.h) for both directions.
 template <class Piece>
-void for_each_piece(DType type, Piece&& piece) {
-    for (int r = 0; r < kInterleavedRows; ++r) {
+void for_each_piece(DType type, int64_t group_rows, Piece&& piece) {
+    const int halves = static_cast<int>(group_rows / kInterleavedRows);
+    for (int r = 0; r < group_rows; ++r) {
         if (type == DType::Q4_K) {
-            piece(2 * r, r, 0, 2);       // d
-            piece(16 + 2 * r, r, 2, 2);  // dmin
-            for (int i = 0; i < 12; ++i) piece(32 + 8 * i + r, r, 4 + i, 1);
+            // Offset o of the row's 8-row half h at its place among the halves' 32-byte pieces.
+            const int h = r / kInterleavedRows, in_half = r % kInterleavedRows;
+            const auto at = [h, halves](int o) { return 32 * halves * (o / 32) + 32 * h + o % 32; };
+            piece(at(2 * in_half), r, 0, 2);       // d
+            piece(at(16 + 2 * in_half), r, 2, 2);  // dmin
+            for (int i = 0; i < 12; ++i) piece(at(32 + 8 * i + in_half), r, 4 + i, 1);
             for (int c = 0; c < 4; ++c)
-                for (int k = 0; k < 8; ++k) piece(128 + 32 * (8 * c + k) + 4 * r, r, 16 + 32 * c + 4 * k, 4);
+                for (int k = 0; k < 8; ++k) piece(at(128 + 32 * (8 * c + k) + 4 * in_half), r, 16 + 32 * c + 4 * k, 4);
         } else {  // Q8_0
             piece(2 * r, r, 0, 2);
             for (int k = 0; k < 8; ++k) piece(16 + 32 * k + 4 * r, r, 2 + 4 * k, 4);
@@ -36,17 +40,19 @@ int64_t block_bytes(DType type) { return type == DType::Q4_K ? blocks::kQ4_KByte
 
 bool has_interleaved_layout(DType type) { return type == DType::Q4_K || type == DType::Q8_0; }
 
-WeightMatrix interleave_rows(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
+WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byte* out, ThreadPool& pool) {
     if (w.interleaved || !has_interleaved_layout(w.dtype))
         throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " have no interleaved layout");
-    const int64_t groups = w.rows / kInterleavedRows, blocks = w.row_bytes / block_bytes(w.dtype);
-    const int64_t group_block = kInterleavedRows * block_bytes(w.dtype), group_bytes = kInterleavedRows * w.row_bytes;
+    if (group_rows != kInterleavedRows && !(w.dtype == DType::Q4_K && group_rows == 2 * kInterleavedRows))
+        throw Error("matmul", "no interleaved layout of " + std::string(dtype_name(w.dtype)) + " in groups of " + std::to_string(group_rows) + " rows");
+    const int64_t groups = w.rows / group_rows, blocks = w.row_bytes / block_bytes(w.dtype);
+    const int64_t group_block = group_rows * block_bytes(w.dtype), group_bytes = group_rows * w.row_bytes;
     pool.parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
         for (int64_t g = begin; g < end; ++g)
             for (int64_t b = 0; b < blocks; ++b) {
                 std::byte* dst = out + g * group_bytes + b * group_block;
                 const std::byte* src = w.data + g * group_bytes + b * block_bytes(w.dtype);
-                for_each_piece(w.dtype, [&](int group_offset, int row, int plain_offset, int bytes) {
+                for_each_piece(w.dtype, group_rows, [&](int group_offset, int row, int plain_offset, int bytes) {
                     std::memcpy(dst + group_offset, src + row * w.row_bytes + plain_offset, static_cast<size_t>(bytes));
                 });
             }
@@ -56,20 +62,22 @@ WeightMatrix interleave_rows(const WeightMatrix& w, std::byte* out, ThreadPool& 
     WeightMatrix interleaved = w;
     interleaved.data = out;
     interleaved.interleaved = true;
+    interleaved.group_rows = group_rows;
     return interleaved;
 }
 
 void copy_plain_row(const WeightMatrix& w, int64_t row, std::byte* out) {
     const std::byte* src = w.data + row * w.row_bytes;
-    if (!w.interleaved || row >= w.rows / kInterleavedRows * kInterleavedRows) {
+    const int64_t group_rows = w.group_rows;
+    if (!w.interleaved || row >= w.rows / group_rows * group_rows) {
         std::memcpy(out, src, static_cast<size_t>(w.row_bytes));
         return;
     }
-    const int64_t group_block = kInterleavedRows * block_bytes(w.dtype), blocks = w.row_bytes / block_bytes(w.dtype);
-    const std::byte* group = w.data + row / kInterleavedRows * kInterleavedRows * w.row_bytes;
-    const int in_group = static_cast<int>(row % kInterleavedRows);
+    const int64_t group_block = group_rows * block_bytes(w.dtype), blocks = w.row_bytes / block_bytes(w.dtype);
+    const std::byte* group = w.data + row / group_rows * group_rows * w.row_bytes;
+    const int in_group = static_cast<int>(row % group_rows);
     for (int64_t b = 0; b < blocks; ++b)
-        for_each_piece(w.dtype, [&](int group_offset, int r, int plain_offset, int bytes) {
+        for_each_piece(w.dtype, group_rows, [&](int group_offset, int r, int plain_offset, int bytes) {
             if (r == in_group)
                 std::memcpy(out + b * block_bytes(w.dtype) + plain_offset, group + b * group_block + group_offset, static_cast<size_t>(bytes));
         });

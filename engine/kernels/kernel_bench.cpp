@@ -159,7 +159,7 @@ KernelBenchReport run_kernel_bench(const KernelBenchOptions& options) {
         const kernels::WeightMatrix stored{type, rows, cols, plain.data(), static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(cols)))};
         Matrix m{kernels::HugePageBuffer(plain.size()), stored};
         if (interleaved) {
-            m.w = kernels::interleave_rows(stored, m.bytes.data(), pool);
+            m.w = kernels::interleave_rows(stored, kernels::interleaved_group_rows(table, type), m.bytes.data(), pool);
         } else {
             std::copy(plain.begin(), plain.end(), m.bytes.data());
             m.w.data = m.bytes.data();

@@ -211,10 +211,14 @@ void check_supported(const MatmulTable& table, const WeightMatrix& w) {
         throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " cannot be used: unsupported tensor type");
     if (w.interleaved && !interleaved_tile(table, w.dtype))
         throw Error("matmul", "interleaved " + std::string(dtype_name(w.dtype)) + " weights need a kernel this instruction-set level lacks");
+    if (w.interleaved && w.group_rows != interleaved_group_rows(table, w.dtype))
+        throw Error("matmul", "interleaved " + std::string(dtype_name(w.dtype)) + " weights in groups of " + std::to_string(w.group_rows) +
+                                  " rows, where this instruction-set level's kernel takes " +
+                                  std::to_string(interleaved_group_rows(table, w.dtype)));
 }
 
-// The interleaved part of w's rows: whole groups of kInterleavedRows (none for a plain matrix).
-int64_t interleaved_rows(const WeightMatrix& w) { return w.interleaved ? w.rows / kInterleavedRows * kInterleavedRows : 0; }
+// The interleaved part of w's rows: whole groups (none for a plain matrix).
+int64_t interleaved_rows(const WeightMatrix& w) { return w.interleaved ? w.rows / w.group_rows * w.group_rows : 0; }
 
 // Storage that starts on a cache line. The AVX-512 row dots load the activations 64 bytes at a
 // time, and a load that straddles two lines costs: on a 2-core Zen 5 VM the bf16 row dot over 4
@@ -289,6 +293,10 @@ InterleavedTile interleaved_tile(const MatmulTable& table, DType type) {
         case DType::Q8_0: return table.interleaved_q8_0;
         default: return nullptr;
     }
+}
+
+int64_t interleaved_group_rows(const MatmulTable& table, DType type) {
+    return type == DType::Q4_K ? table.interleaved_q4_k_rows : kInterleavedRows;
 }
 
 RowDot row_dot(const MatmulTable& table, DType type) {
@@ -473,12 +481,13 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t streams = read_streams(w);
             const int64_t group_end = std::max(begin, std::min(end, interleaved_rows(w)));
             const int64_t groups = interleaved_groups_per_call(w);
-            for_each_step_in_streams(begin, group_end, groups * kInterleavedRows, streams, [&](int64_t r, int64_t rows) {
+            const int64_t group_rows = w.interleaved ? w.group_rows : kInterleavedRows;  // any step for no groups
+            for_each_step_in_streams(begin, group_end, groups * group_rows, streams, [&](int64_t r, int64_t rows) {
                 for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
                     const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
                     const void* rows_of[kKQuantTileTokens];
                     for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
-                    part.tile(cols, w.data + r * w.row_bytes, static_cast<int>(rows / kInterleavedRows), rows_of, n, part.y + t * w.rows + r,
+                    part.tile(cols, w.data + r * w.row_bytes, static_cast<int>(rows / group_rows), rows_of, n, part.y + t * w.rows + r,
                               w.rows);
                 }
             });
@@ -620,7 +629,7 @@ void gemm_k_quant(KQuantTile tile, const MatmulTable& table, const WeightMatrix&
 
 // Prefill of interleaved weights: the GEMV's int8 activations and its kernels, each group's rows
 // (L1-resident) multiplied by every token, kKQuantTileTokens at a time; the plain rows after the
-// last group (fewer than kInterleavedRows) through the row dots.
+// last group through the row dots.
 void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     const bool blocks32 = activation_format(w.dtype) == ActivationFormat::Q8Blocks32;
     const int64_t act_bytes = blocks32 ? static_cast<int64_t>(sizeof(ActBlock32)) * (w.cols / 32) : static_cast<int64_t>(sizeof(ActBlock256)) * (w.cols / 256);
@@ -638,15 +647,16 @@ void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const flo
     // Each tile of activations serves kGroupsPerPass row groups while it is in L1, their weights
     // staying in L2; one group per pass read every token's activations from L3 for every 8 rows.
     constexpr int64_t kGroupsPerPass = 4;
-    pool.parallel_for(w.rows, 2 * kInterleavedRows, [&](int64_t begin, int64_t end) {
-        for (int64_t r0 = begin; r0 < std::min(end, grouped); r0 += kGroupsPerPass * kInterleavedRows) {
-            const int64_t r1 = std::min({end, grouped, r0 + kGroupsPerPass * kInterleavedRows});
+    const int64_t group_rows = w.group_rows;
+    pool.parallel_for(w.rows, 2 * group_rows, [&](int64_t begin, int64_t end) {
+        for (int64_t r0 = begin; r0 < std::min(end, grouped); r0 += kGroupsPerPass * group_rows) {
+            const int64_t r1 = std::min({end, grouped, r0 + kGroupsPerPass * group_rows});
             for (int64_t t0 = 0; t0 < tokens; t0 += kKQuantTileTokens) {
                 const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t0));
                 const void* acts[kKQuantTileTokens];
                 for (int i = 0; i < n; ++i) acts[i] = act.data() + (t0 + i) * act_bytes;
-                for (int64_t r = r0; r < r1; r += 2 * kInterleavedRows)
-                    tile(w.cols, w.data + r * w.row_bytes, r1 - r >= 2 * kInterleavedRows ? 2 : 1, acts, n, y + t0 * w.rows + r, w.rows);
+                for (int64_t r = r0; r < r1; r += 2 * group_rows)
+                    tile(w.cols, w.data + r * w.row_bytes, r1 - r >= 2 * group_rows ? 2 : 1, acts, n, y + t0 * w.rows + r, w.rows);
             }
         }
         const int64_t plain_begin = std::max(begin, grouped);

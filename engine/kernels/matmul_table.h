@@ -68,9 +68,9 @@ constexpr int kGemmKc = 256;
 // GEMV outran the plain read; where they cost (Intel), the plain read stays the faster.
 constexpr int kReadMethods = 2;
 
-// Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups of 8 rows from `group`
-// times `tokens` (1 to kKQuantTileTokens) tokens' activations in the type's GEMV format:
-// y[t * ldy + r] = the dot of row r (of the 8 * groups) with acts[t] (the row dot's products;
+// Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups (of the type's
+// interleaved_group_rows) from `group` times `tokens` (1 to kKQuantTileTokens) tokens' activations
+// in the type's GEMV format: y[t * ldy + r] = the dot of row r (of the groups' rows) with acts[t] (the row dot's products;
 // float sums in another order). Each result is the same whatever `tokens` and `groups` are.
 using InterleavedTile = void (*)(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y,
                                  int64_t ldy);
@@ -133,6 +133,8 @@ struct MatmulTable {
     // matrices then stay plain: models::WeightStore interleaves only what the active level reads).
     InterleavedTile interleaved_q4_k;
     InterleavedTile interleaved_q8_0;
+    // Rows per group of the interleaved Q4_K layout that interleaved_q4_k reads (interleave.h).
+    int interleaved_q4_k_rows;
 };
 constexpr int kKQuantTileTokens = 4;  // tokens per call of the K-quant tiles and of dot_q4_k_tokens
 
@@ -141,6 +143,8 @@ constexpr int kKQuantTileTokens = 4;  // tokens per call of the K-quant tiles an
 const MatmulTable& matmul_table(Isa isa);
 RowDot row_dot(const MatmulTable& table, DType type);  // nullptr when the type has none
 InterleavedTile interleaved_tile(const MatmulTable& table, DType type);  // nullptr when none
+// Rows per group of the interleaved layout that interleaved_tile(table, type) reads.
+int64_t interleaved_group_rows(const MatmulTable& table, DType type);
 
 // gemv() and gemm() with the entries of a given table (tests compare levels through them).
 void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);

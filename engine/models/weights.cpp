@@ -126,7 +126,8 @@ kernels::WeightMatrix WeightStore::repacked(const kernels::WeightMatrix& w) {
     owned_bytes_ += bytes;
     // Also a matrix of fewer rows than a group is interleaved (all of it plain rows then), so that
     // every matrix of the type takes the same arithmetic (int8 activations in the prefill).
-    if (interleaves(w.dtype)) return kernels::interleave_rows(w, out, pool_);
+    if (interleaves(w.dtype))
+        return kernels::interleave_rows(w, kernels::interleaved_group_rows(kernels::matmul_table(active_isa()), w.dtype), out, pool_);
     // Copied by the threads that will read it, each its own rows: its pages are then near them.
     pool_.parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
         std::copy(w.data + begin * w.row_bytes, w.data + end * w.row_bytes, out + begin * w.row_bytes);

@@ -125,6 +125,21 @@ inline __m512i mm512_cvtepu16_epi32(__m256i v) {
     for (int i = 0; i < 16; ++i) out[i] = in[i];
     return from_lanes<__m512i>(out);
 }
+// GCC's own header defines these two as functions for AVX-512 targets only, and SIMDe 0.7.4 leaves
+// their names to it.
+inline __m512i mm512_srai_epi32(__m512i a, unsigned int count) {
+    int32_t l[16];
+    to_lanes(a, l);
+    for (int32_t& x : l) x = count > 31 ? (x < 0 ? -1 : 0) : x >> count;
+    return from_lanes<__m512i>(l);
+}
+inline __m512 mm512_cvtepi32_ps(__m512i a) {
+    int32_t in[16];
+    float out[16];
+    to_lanes(a, in);
+    for (int i = 0; i < 16; ++i) out[i] = static_cast<float>(in[i]);
+    return from_lanes<__m512>(out);
+}
 inline __m256i mm512_cvtepi32_epi16(__m512i v) {  // truncation
     uint32_t in[16];
     uint16_t out[16];
@@ -159,6 +174,15 @@ inline __m512i mm512_mask_i32gather_epi32(__m512i src, __mmask16 k, __m512i inde
     return from_lanes<__m512i>(lanes);
 }
 inline float cvtsh_ss(unsigned short h) { return half_to_float(h); }
+// SIMDe 0.7.4's alias of this name takes the masked form's 4 arguments.
+inline __m512i mm512_madd_epi16(__m512i a, __m512i b) {
+    int16_t x[32], y[32];
+    int32_t out[16];
+    to_lanes(a, x);
+    to_lanes(b, y);
+    for (int i = 0; i < 16; ++i) out[i] = int32_t{x[2 * i]} * y[2 * i] + int32_t{x[2 * i + 1]} * y[2 * i + 1];
+    return from_lanes<__m512i>(out);
+}
 
 }  // namespace oxinfer_emulation
 
@@ -181,6 +205,9 @@ inline float cvtsh_ss(unsigned short h) { return half_to_float(h); }
 #undef _mm512_mask_i32gather_epi32
 #undef _mm512_shuffle_f32x4
 #undef _cvtsh_ss
+#undef _mm512_madd_epi16
+#undef _mm512_srai_epi32
+#undef _mm512_cvtepi32_ps
 #define _mm512_mask_loadu_ps oxinfer_emulation::mm512_mask_loadu_ps
 #define _mm512_maskz_loadu_ps oxinfer_emulation::mm512_maskz_loadu_ps
 #define _mm512_mask_storeu_ps oxinfer_emulation::mm512_mask_storeu_ps
@@ -199,3 +226,6 @@ inline float cvtsh_ss(unsigned short h) { return half_to_float(h); }
 #define _mm512_mask_i32gather_epi32 oxinfer_emulation::mm512_mask_i32gather_epi32
 #define _mm512_shuffle_f32x4 oxinfer_emulation::mm512_shuffle_f32x4
 #define _cvtsh_ss oxinfer_emulation::cvtsh_ss
+#define _mm512_madd_epi16 oxinfer_emulation::mm512_madd_epi16
+#define _mm512_srai_epi32 oxinfer_emulation::mm512_srai_epi32
+#define _mm512_cvtepi32_ps oxinfer_emulation::mm512_cvtepi32_ps

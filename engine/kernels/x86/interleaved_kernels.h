@@ -29,7 +29,8 @@ inline void prefetch_group_block(const uint8_t* p) {
     for (int line = 0; line < kBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 
-// A Q4_K group block's scales and mins, unpacked for its 8 rows at once.
+// A Q4_K group block's scales and mins, unpacked for its 8 rows at once (or for one half of a
+// 16-row group block: kPieces 64, see interleave.h).
 struct Q4KGroupScales {
     // Byte 8 j + r: sub-block j's 6-bit scale of row r (sub-blocks 0-3 in the first, 4-7 in the second).
     __m256i scales[2];
@@ -37,12 +38,13 @@ struct Q4KGroupScales {
     __m256i min_pairs[4];
 };
 
+template <int kPieces = 32>  // bytes from one 32-byte piece of the 8 rows to the next
 inline Q4KGroupScales unpack_q4_k_group_scales(const uint8_t* p) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), low6 = _mm256_set1_epi8(63), bits45 = _mm256_set1_epi8(0x30);
     // Byte i of the 12 scale bytes of all 8 rows, 4 values of i per vector (see k4_scale_min).
-    const __m256i s03 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-    const __m256i s47 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
-    const __m256i s811 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96));
+    const __m256i s03 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kPieces));
+    const __m256i s47 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * kPieces));
+    const __m256i s811 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3 * kPieces));
     Q4KGroupScales out;
     out.scales[0] = _mm256_and_si256(s03, low6);
     out.scales[1] = _mm256_or_si256(_mm256_and_si256(s811, low4), _mm256_and_si256(_mm256_srli_epi16(s03, 2), bits45));
@@ -133,15 +135,15 @@ struct Q4KInterleavedAvx2 {
     }
 };
 
-// The interleaved Q4_K tile (InterleavedTile) of a level's one-group kernel, Kernel<T>::run(blocks,
-// group, acts, y, ldy) for T tokens.
-template <template <int> class Kernel>
+// The interleaved Q4_K tile (InterleavedTile) of a level's one-group kernel for groups of kRows,
+// Kernel<T>::run(blocks, group, acts, y, ldy) for T tokens.
+template <template <int> class Kernel, int64_t kRows>
 void interleaved_q4_k(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
-    const int64_t group_stride = cols / 256 * kInterleavedRows * blocks::kQ4_KBytes;
+    const int64_t group_stride = cols / 256 * kRows * blocks::kQ4_KBytes;
     with_tokens(tokens, [&](auto count) {
         for (int g = 0; g < groups; ++g)
             Kernel<decltype(count)::value>::run(cols / 256, reinterpret_cast<const uint8_t*>(group) + g * group_stride,
-                                                 reinterpret_cast<const ActBlock256* const*>(acts), y + g * kInterleavedRows, ldy);
+                                                 reinterpret_cast<const ActBlock256* const*>(acts), y + g * kRows, ldy);
     });
 }
 

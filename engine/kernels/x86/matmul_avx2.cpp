@@ -320,7 +320,8 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.gemm_q4_k_tile = gemm_q4_k_tile<false>;
     table.gemm_q6_k_tile = gemm_q6_k_tile<false>;
     table.dot_q4_k_tokens = dot_q4_k_tokens<false>;
-    table.interleaved_q4_k = interleaved_q4_k<Q4KInterleavedAvx2>;
+    table.interleaved_q4_k = interleaved_q4_k<Q4KInterleavedAvx2, kInterleavedRows>;
+    table.interleaved_q4_k_rows = kInterleavedRows;
     table.interleaved_q8_0 = interleaved_q8_0<false, false>;  // 16 vector registers: one group at a time
     table.dot_q6_k = over_rows<dot_q6_k<false>>;
     table.pack_panel = pack_panel_avx2;

@@ -70,62 +70,81 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
     }
 }
 
-// Interleaved Q4_K (interleave.h) in 512-bit vectors: one 64-byte load holds two 4-byte steps of
-// the 8 rows' codes (lanes 0-7 step k, lanes 8-15 step k + 1), and vpermd puts each step's 4
-// activations in its half from one 64-byte load of the sub-block pair's activations. Per sub-block
-// the two halves' sums add up before the scale weights them; the rest is the AVX2 kernel's
-// (interleaved_kernels.h). vpdpbusd takes the low nibbles, and the high nibbles left in place (16
-// times the code: at most 8 * 4 * 240 * 127 per lane and sub-block), whose sum is shifted back
-// (exact: a multiple of 16). On a 2-core EPYC VM (Zen 5), one core on 36 KB of groups in L1/L2:
-// 65 GB/s, against 41 GB/s for the same steps in 256-bit vectors with broadcast activations (the
-// kernel this one replaced); tg128 of Qwen3-0.6B q4_k with --bandwidth, alternating runs: 0.72 of
-// the bound before, 0.77 after.
+// Interleaved Q4_K (interleave.h) in groups of 16 rows, in 512-bit vectors: each
+// 64-byte line of codes is one 4-byte step of all 16 rows (rows 0-7 in lanes 0-7, 8-15 in lanes
+// 8-15), so every lane takes the same 4 activations, which vpdpbusd reads as a broadcast. vpdpbusd
+// takes the low nibbles, and the high nibbles left in place (16 times the code: at most 8 * 240 *
+// 127 per lane and sub-block), whose sum is shifted back (exact: a multiple of 16). The rest is the
+// AVX2 kernel's arithmetic (interleaved_kernels.h) in 16 lanes. The lines are read in memory
+// order, and A accumulators per nibble half and token (steps k % A) cover vpdpbusd's latency:
+// reading the quarters side by side instead (a chain per quarter) streamed from memory at half
+// the speed on a 2-core Zen 4 VM. There, one core on 288 KB of groups in L2: 52 GB/s, against 40
+// for the 8-row kernel this replaced (64-byte loads holding two steps of 8 rows, the activations
+// placed by vpermd); 300 MB from memory, in turn with the probe: 0.68-0.79 of it against 0.54-0.58
+// on one core, 0.85-0.90 against 0.79-0.81 on two.
 template <int T>
 struct Q4KInterleavedAvx512 {
+    static constexpr int A = T == 1 ? 4 : T == 2 ? 2 : 1;  // accumulators per nibble half and token
     static void run(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy) {
-        constexpr int kGroupBlock = kInterleavedRows * blocks::kQ4_KBytes;
+        constexpr int kGroupBlock = 2 * kInterleavedRows * blocks::kQ4_KBytes;
         const __m512i low4 = _mm512_set1_epi8(0x0F);
-        // place[j], j < 4: lanes 0-7 take 32-bit word 2j of the pair's activations, lanes 8-15
-        // word 2j + 1 (steps 2j, 2j + 1 of the low nibbles' sub-block); j >= 4: the same 8 words
-        // on (the high nibbles' sub-block).
-        __m512i place[8];
-        for (int j = 0; j < 8; ++j) {
-            const int word = 2 * (j % 4) + 8 * (j / 4);
-            place[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(word)), _mm256_set1_epi32(word + 1), 1);
-        }
-        __m256 acc[T];
-        for (__m256& a : acc) a = _mm256_setzero_ps();
+        // The halves' 8 f16 values at `offset` of their first pieces, in rows 0-15.
+        const auto halves_f16 = [](const uint8_t* at) {
+            return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))),
+                                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32)), 1));
+        };
+        const auto both = [](__m256i half0, __m256i half1) { return _mm512_inserti64x4(_mm512_castsi256_si512(half0), half1, 1); };
+        __m512 acc[T];
+        for (__m512& a : acc) a = _mm512_setzero_ps();
         for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
             prefetch_group_block<kGroupBlock>(p);
-            const Q4KGroupScales s = unpack_q4_k_group_scales(p);
-            __m256i sumi[T];
-            for (__m256i& sum : sumi) sum = _mm256_setzero_si256();
+            const Q4KGroupScales s[2] = {unpack_q4_k_group_scales<64>(p), unpack_q4_k_group_scales<64>(p + 32)};
+            __m512i sumi[T];
+            for (__m512i& sum : sumi) sum = _mm512_setzero_si512();
             for (int c = 0; c < 4; ++c) {
-                __m512i a[T], lo_sum[T], hi_sum[T];
-                for (int t = 0; t < T; ++t) {
-                    a[t] = _mm512_loadu_si512(act[t][b].q + 64 * c);
-                    lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
-                }
-                for (int step = 0; step < 4; ++step) {
-                    const __m512i codes = _mm512_loadu_si512(p + 128 + 32 * (8 * c + 2 * step));
+                __m512i lo_sum[T][A], hi_sum[T][A];
+                for (int t = 0; t < T; ++t)
+                    for (int a = 0; a < A; ++a) lo_sum[t][a] = hi_sum[t][a] = _mm512_setzero_si512();
+                for (int k = 0; k < 8; ++k) {
+                    const __m512i codes = _mm512_loadu_si512(p + 64 * (4 + 8 * c + k));
                     const __m512i lo = _mm512_and_si512(codes, low4), hi = _mm512_andnot_si512(low4, codes);
                     for (int t = 0; t < T; ++t) {
-                        lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_permutexvar_epi32(place[step], a[t]));
-                        hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_permutexvar_epi32(place[4 + step], a[t]));
+                        int32_t lo_act, hi_act;
+                        __builtin_memcpy(&lo_act, act[t][b].q + 64 * c + 4 * k, 4);
+                        __builtin_memcpy(&hi_act, act[t][b].q + 64 * c + 32 + 4 * k, 4);
+                        lo_sum[t][k % A] = _mm512_dpbusd_epi32(lo_sum[t][k % A], lo, _mm512_set1_epi32(lo_act));
+                        hi_sum[t][k % A] = _mm512_dpbusd_epi32(hi_sum[t][k % A], hi, _mm512_set1_epi32(hi_act));
                     }
                 }
-                __m256i scale_lo, scale_hi;
-                q4_k_pair_scales(s, c, scale_lo, scale_hi);
+                __m256i scale_lo[2], scale_hi[2];
+                for (int h = 0; h < 2; ++h) q4_k_pair_scales(s[h], c, scale_lo[h], scale_hi[h]);
+                const __m512i lo_scales = both(scale_lo[0], scale_lo[1]), hi_scales = both(scale_hi[0], scale_hi[1]);
                 for (int t = 0; t < T; ++t) {
-                    const __m256i lo = _mm256_add_epi32(_mm512_castsi512_si256(lo_sum[t]), _mm512_extracti64x4_epi64(lo_sum[t], 1));
-                    const __m256i hi = _mm256_add_epi32(_mm512_castsi512_si256(hi_sum[t]), _mm512_extracti64x4_epi64(hi_sum[t], 1));
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(lo, scale_lo));
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(_mm256_srai_epi32(hi, 4), scale_hi));
+                    for (int a = 1; a < A; ++a) {
+                        lo_sum[t][0] = _mm512_add_epi32(lo_sum[t][0], lo_sum[t][a]);
+                        hi_sum[t][0] = _mm512_add_epi32(hi_sum[t][0], hi_sum[t][a]);
+                    }
+                    sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(lo_sum[t][0], lo_scales));
+                    sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(_mm512_srai_epi32(hi_sum[t][0], 4), hi_scales));
                 }
             }
-            add_q4_k_group_block<T>(p, s, sumi, act, b, acc);
+            // add_q4_k_group_block in 16 lanes.
+            const __m512 d = halves_f16(p), dmin = halves_f16(p + 16);
+            __m512i min_pairs[4];
+            for (int pair = 0; pair < 4; ++pair) min_pairs[pair] = both(s[0].min_pairs[pair], s[1].min_pairs[pair]);
+            for (int t = 0; t < T; ++t) {
+                __m512i summ = _mm512_setzero_si512();
+                for (int pair = 0; pair < 4; ++pair) {
+                    int32_t sums;  // the activations' sums of sub-blocks 2 pair and 2 pair + 1
+                    __builtin_memcpy(&sums, act[t][b].sums32 + 2 * pair, 4);
+                    summ = _mm512_add_epi32(summ, _mm512_madd_epi16(min_pairs[pair], _mm512_set1_epi32(sums)));
+                }
+                const __m512 ad = _mm512_set1_ps(act[t][b].d);
+                acc[t] = _mm512_add_ps(acc[t], _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, ad), _mm512_cvtepi32_ps(sumi[t])),
+                                                             _mm512_mul_ps(_mm512_mul_ps(dmin, ad), _mm512_cvtepi32_ps(summ))));
+            }
         }
-        for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+        for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
     }
 };
 
@@ -152,7 +171,8 @@ void fill_matmul_avx512bf16(MatmulTable& table) {
     table.gemm_q4_k_tile = gemm_q4_k_tile<true>;
     table.gemm_q6_k_tile = gemm_q6_k_tile<true>;
     table.dot_q6_k = over_rows<dot_q6_k<true>>;
-    table.interleaved_q4_k = interleaved_q4_k<Q4KInterleavedAvx512>;
+    table.interleaved_q4_k = interleaved_q4_k<Q4KInterleavedAvx512, 2 * kInterleavedRows>;
+    table.interleaved_q4_k_rows = 2 * kInterleavedRows;
     table.interleaved_q8_0 = interleaved_q8_0<true, true>;
     table.pack_panel_bf16 = pack_panel_bf16_avx512;
     table.gemm_tile_bf16 = gemm_tile_bf16_avx512;
