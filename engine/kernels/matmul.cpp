@@ -201,7 +201,7 @@ MatmulTable scalar_table() {
             over_rows<dot_q6_k_scalar>, pack_panel_scalar, gemm_tile_scalar,
             nullptr,                  nullptr,                  {read_sum_scalar, nullptr}, peak_flops_probe_scalar, nullptr,
             nullptr,                  nullptr,                  0,                        nullptr,                  nullptr,
-            nullptr,                  nullptr};
+            nullptr,                  nullptr,                  0};
 }
 
 // ---- drivers ------------------------------------------------------------------------------
