@@ -332,7 +332,7 @@ private slots:
     // matrix's rows of it are computed, with the bits of matmul_many; while decoding, on the
     // thread that computed them (one or more threads), for prompts once for all rows.
     void rowsDoneFollowEveryMatrixsRows() {
-        const int64_t rows = 45, cols = 512;  // 45: a partial unit of 16 rows and a partial group of 8
+        const int64_t rows = 45, cols = 512;  // 45: a partial unit of 16 rows and a partial group
         const TestMatrix plain[] = {make_matrix(DType::Q4_K, rows, cols, 21), make_matrix(DType::Q4_K, rows, cols, 22),
                                     make_matrix(DType::BF16, rows, cols, 23)};
         ThreadPool setup(2);

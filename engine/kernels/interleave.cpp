@@ -69,6 +69,7 @@ WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byt
 void copy_plain_row(const WeightMatrix& w, int64_t row, std::byte* out) {
     const std::byte* src = w.data + row * w.row_bytes;
     const int64_t group_rows = w.group_rows;
+    if (w.interleaved && group_rows <= 0) throw Error("matmul", "an interleaved matrix without its group size");
     if (!w.interleaved || row >= w.rows / group_rows * group_rows) {
         std::memcpy(out, src, static_cast<size_t>(w.row_bytes));
         return;

@@ -427,8 +427,10 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         ActivationFormat format;
         int64_t first_unit;  // in the concatenation of every matrix's rows, in units of kRowGranule
     };
-    // Rows go to threads in multiples of 16, so that threads never write to the same cache line.
+    // Rows go to threads in multiples of 16, so that threads never write to the same cache line;
+    // and so in whole interleaved groups.
     constexpr int64_t kRowGranule = 16;
+    static_assert(kRowGranule % (2 * kInterleavedRows) == 0, "a granule holds whole groups of every size");
     Part parts[kMaxMatmulTargets];
     if (targets.size() > kMaxMatmulTargets) throw Error("matmul", "too many matrices in one call");
     // Kept between calls on each calling thread: decoding runs gemv for every matrix of every
@@ -645,7 +647,7 @@ void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const flo
     const RowDot dot = row_dot(table, w.dtype);
     const int64_t grouped = interleaved_rows(w);
     // Each tile of activations serves kGroupsPerPass row groups while it is in L1, their weights
-    // staying in L2; one group per pass read every token's activations from L3 for every 8 rows.
+    // staying in L2; one group per pass read every token's activations from L3 for every group.
     constexpr int64_t kGroupsPerPass = 4;
     const int64_t group_rows = w.group_rows;
     pool.parallel_for(w.rows, 2 * group_rows, [&](int64_t begin, int64_t end) {

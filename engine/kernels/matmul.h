@@ -37,7 +37,7 @@ struct WeightMatrix {
     // Rows in groups of group_rows side by side (kernels/interleave.h), for the levels whose table
     // has kernels for that layout (MatmulTable::interleaved_q4_k, ..); data is then not row-major.
     bool interleaved = false;
-    int64_t group_rows = 0;
+    int64_t group_rows = 0;  // interleaved: 8, or 16 for Q4_K on some levels (interleaved_group_rows)
 };
 
 // A 2-D tensor as a weight matrix; throws oxinfer::Error if it is not 2-D or not contiguous.

@@ -44,7 +44,7 @@ struct LoadOptions {
     // float32 products on every CPU (the instruction-set levels differ only in summation order).
     bool bf16_activations = false;
     // Matrices copied at load into huge pages (2 MB, where the system offers them), Q4_K and Q8_0
-    // ones in a layout of 8 rows side by side, which the CPU's kernels multiply faster (prefill
+    // ones in a layout of 8 or 16 rows side by side, which the CPU's kernels multiply faster (prefill
     // 1.5-2x, as llama.cpp's repacked weights). Decoding reads weights through one address
     // translation per 2 MB instead of per 4 KB: 1.17-1.43x tokens/s on a 2-core Xeon VM. The copy
     // is read instead of the mapped file, whose pages the system may then drop. Embedding tables

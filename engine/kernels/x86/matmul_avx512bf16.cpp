@@ -73,8 +73,8 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
 // Interleaved Q4_K (interleave.h) in groups of 16 rows, in 512-bit vectors: each
 // 64-byte line of codes is one 4-byte step of all 16 rows (rows 0-7 in lanes 0-7, 8-15 in lanes
 // 8-15), so every lane takes the same 4 activations, which vpdpbusd reads as a broadcast. vpdpbusd
-// takes the low nibbles, and the high nibbles left in place (16 times the code: at most 8 * 240 *
-// 127 per lane and sub-block), whose sum is shifted back (exact: a multiple of 16). The rest is the
+// takes the low nibbles, and the high nibbles left in place (16 times the code: at most 32 * 240
+// * 127 per lane and sub-block), whose sum is shifted back (exact: a multiple of 16). The rest is the
 // AVX2 kernel's arithmetic (interleaved_kernels.h) in 16 lanes. The lines are read in memory
 // order, and A accumulators per nibble half and token (steps k % A) cover vpdpbusd's latency:
 // reading the quarters side by side instead (a chain per quarter) streamed from memory at half
@@ -88,7 +88,7 @@ struct Q4KInterleavedAvx512 {
     static void run(int64_t blocks, const uint8_t* p, const ActBlock256* const* act, float* y, int64_t ldy) {
         constexpr int kGroupBlock = 2 * kInterleavedRows * blocks::kQ4_KBytes;
         const __m512i low4 = _mm512_set1_epi8(0x0F);
-        // The halves' 8 f16 values at `offset` of their first pieces, in rows 0-15.
+        // The halves' 8 f16 values at `at` and at + 32 (their first pieces), in rows 0-15.
         const auto halves_f16 = [](const uint8_t* at) {
             return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))),
                                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32)), 1));
