@@ -427,7 +427,7 @@ private slots:
                     std::vector<std::byte> bytes(m.bytes.size());
                     ThreadPool setup(2);
                     const WeightMatrix w = interleave_rows(m.w, group_rows, bytes.data(), setup);
-                    QVERIFY(w.interleaved);
+                    QVERIFY(w.interleaved());
                     QCOMPARE(std::memcmp(bytes.data(), m.bytes.data(), bytes.size()) != 0, rows >= group_rows);  // fewer: all plain
                     std::vector<std::byte> row(static_cast<size_t>(m.w.row_bytes));
                     for (int64_t r = 0; r < rows; ++r) {

@@ -41,7 +41,7 @@ int64_t block_bytes(DType type) { return type == DType::Q4_K ? blocks::kQ4_KByte
 bool has_interleaved_layout(DType type) { return type == DType::Q4_K || type == DType::Q8_0; }
 
 WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byte* out, ThreadPool& pool) {
-    if (w.interleaved || !has_interleaved_layout(w.dtype))
+    if (w.interleaved() || !has_interleaved_layout(w.dtype))
         throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " have no interleaved layout");
     if (group_rows != kInterleavedRows && !(w.dtype == DType::Q4_K && group_rows == 2 * kInterleavedRows))
         throw Error("matmul", "no interleaved layout of " + std::string(dtype_name(w.dtype)) + " in groups of " + std::to_string(group_rows) + " rows");
@@ -61,7 +61,6 @@ WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byt
     std::memcpy(out + plain_start, w.data + plain_start, static_cast<size_t>(w.rows * w.row_bytes - plain_start));
     WeightMatrix interleaved = w;
     interleaved.data = out;
-    interleaved.interleaved = true;
     interleaved.group_rows = group_rows;
     return interleaved;
 }
@@ -69,8 +68,7 @@ WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byt
 void copy_plain_row(const WeightMatrix& w, int64_t row, std::byte* out) {
     const std::byte* src = w.data + row * w.row_bytes;
     const int64_t group_rows = w.group_rows;
-    if (w.interleaved && group_rows <= 0) throw Error("matmul", "an interleaved matrix without its group size");
-    if (!w.interleaved || row >= w.rows / group_rows * group_rows) {
+    if (!w.interleaved() || row >= w.rows / group_rows * group_rows) {
         std::memcpy(out, src, static_cast<size_t>(w.row_bytes));
         return;
     }

@@ -40,7 +40,7 @@ constexpr int64_t kInterleavedRows = 8;
 // The types with an interleaved layout.
 bool has_interleaved_layout(DType type);
 
-// Writes the rows of plain matrix w (w.interleaved false, a type with the layout) interleaved in
+// Writes the rows of plain matrix w (w.interleaved() false, a type with the layout) interleaved in
 // groups of group_rows (8, or 16 for Q4_K) into out (w.rows * w.row_bytes bytes), and returns the
 // matrix over out. The level that will read it says how many: interleaved_group_rows (matmul_table.h).
 WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byte* out, ThreadPool& pool);

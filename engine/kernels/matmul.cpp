@@ -209,16 +209,16 @@ MatmulTable scalar_table() {
 void check_supported(const MatmulTable& table, const WeightMatrix& w) {
     if (!can_convert_to_f32(w.dtype))
         throw Error("matmul", "weights of type " + std::string(dtype_name(w.dtype)) + " cannot be used: unsupported tensor type");
-    if (w.interleaved && !interleaved_tile(table, w.dtype))
+    if (w.interleaved() && !interleaved_tile(table, w.dtype))
         throw Error("matmul", "interleaved " + std::string(dtype_name(w.dtype)) + " weights need a kernel this instruction-set level lacks");
-    if (w.interleaved && w.group_rows != interleaved_group_rows(table, w.dtype))
+    if (w.interleaved() && w.group_rows != interleaved_group_rows(table, w.dtype))
         throw Error("matmul", "interleaved " + std::string(dtype_name(w.dtype)) + " weights in groups of " + std::to_string(w.group_rows) +
                                   " rows, where this instruction-set level's kernel takes " +
                                   std::to_string(interleaved_group_rows(table, w.dtype)));
 }
 
 // The interleaved part of w's rows: whole groups (none for a plain matrix).
-int64_t interleaved_rows(const WeightMatrix& w) { return w.interleaved ? w.rows / w.group_rows * w.group_rows : 0; }
+int64_t interleaved_rows(const WeightMatrix& w) { return w.interleaved() ? w.rows / w.group_rows * w.group_rows : 0; }
 
 // Storage that starts on a cache line. The AVX-512 row dots load the activations 64 bytes at a
 // time, and a load that straddles two lines costs: on a 2-core Zen 5 VM the bf16 row dot over 4
@@ -390,8 +390,8 @@ bool on_amd() {
 // the AVX-512 kernel that computes it in 512-bit vectors, tg128 of Qwen3-0.6B q4_k with
 // --bandwidth in rotating runs, medians of 5: one stream 0.78 of the bound, two 0.71.
 int64_t read_streams(const WeightMatrix& w) {
-    if (w.dtype == DType::Q4_K && w.interleaved && on_amd()) return 1;
-    const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved;
+    if (w.dtype == DType::Q4_K && w.interleaved() && on_amd()) return 1;
+    const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved();
     return dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
 }
 
@@ -455,7 +455,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
         need_even_odd |= format == ActivationFormat::F32EvenOdd;
         // The matrices' units one after another; or, rows going together, every matrix's row r in unit r / kRowGranule.
         const int64_t matrix_units = (w.rows + kRowGranule - 1) / kRowGranule;
-        parts[i] = {&w, targets[i].y, dot, w.interleaved ? interleaved_tile(table, w.dtype) : nullptr, format, rows_done ? 0 : units};
+        parts[i] = {&w, targets[i].y, dot, w.interleaved() ? interleaved_tile(table, w.dtype) : nullptr, format, rows_done ? 0 : units};
         units = rows_done ? matrix_units : units + matrix_units;
     }
     if (need32) {
@@ -483,7 +483,7 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             const int64_t streams = read_streams(w);
             const int64_t group_end = std::max(begin, std::min(end, interleaved_rows(w)));
             const int64_t groups = interleaved_groups_per_call(w);
-            const int64_t group_rows = w.interleaved ? w.group_rows : kInterleavedRows;  // any step for no groups
+            const int64_t group_rows = w.interleaved() ? w.group_rows : kInterleavedRows;  // any step for no groups
             for_each_step_in_streams(begin, group_end, groups * group_rows, streams, [&](int64_t r, int64_t rows) {
                 for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
                     const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
@@ -672,7 +672,7 @@ void gemm_interleaved(const MatmulTable& table, const WeightMatrix& w, const flo
 
 void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
     check_supported(table, w);
-    if (w.interleaved) {
+    if (w.interleaved()) {
         gemm_interleaved(table, w, x, tokens, y, pool);
         return;
     }

@@ -34,10 +34,11 @@ struct WeightMatrix {
     // float32 FMAs (bf16 GEMM 143 against 147 GFLOP/s, one quick run). Off: exact float32
     // products on every level.
     bool bf16_activations = false;
-    // Rows in groups of group_rows side by side (kernels/interleave.h), for the levels whose table
-    // has kernels for that layout (MatmulTable::interleaved_q4_k, ..); data is then not row-major.
-    bool interleaved = false;
-    int64_t group_rows = 0;  // interleaved: 8, or 16 for Q4_K on some levels (interleaved_group_rows)
+    // Rows in groups of group_rows side by side (kernels/interleave.h; 8, or 16 for Q4_K on some
+    // levels), for the levels whose table has kernels for that layout (MatmulTable::interleaved_q4_k,
+    // interleaved_group_rows); data is then not row-major. 0: plain rows.
+    int64_t group_rows = 0;
+    bool interleaved() const { return group_rows > 0; }
 };
 
 // A 2-D tensor as a weight matrix; throws oxinfer::Error if it is not 2-D or not contiguous.

@@ -125,13 +125,13 @@ void embedding_rows(const WeightMatrix& table, int64_t cols, const int32_t* ids,
     if (!can_convert_to_f32(type))
         throw Error(std::string(dtype_name(type)), "unsupported tensor type: no dequantisation for it is implemented");
     const OpsTable& ops = active();
-    std::vector<std::byte> plain(table.interleaved ? static_cast<size_t>(table.row_bytes) : 0);
+    std::vector<std::byte> plain(table.interleaved() ? static_cast<size_t>(table.row_bytes) : 0);
     for (int64_t i = 0; i < count; ++i) {
         if (ids[i] < 0 || ids[i] >= table.rows)
             throw Error("embedding", "token id " + std::to_string(ids[i]) + " is outside the table's " +
                                          std::to_string(table.rows) + " rows");
         const std::byte* row = table.data + ids[i] * table.row_bytes;
-        if (table.interleaved) {
+        if (table.interleaved()) {
             copy_plain_row(table, ids[i], plain.data());
             row = plain.data();
         }
