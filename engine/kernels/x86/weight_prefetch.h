@@ -34,7 +34,7 @@ struct Bf16RowStreaming {
 extern const Bf16RowStreaming bf16_row_streaming;
 
 // How far ahead the interleaved Q4_K and Q8_0 kernels (interleaved_kernels.h) ask for their group
-// blocks.
+// blocks; 0: not at all, each thread's stream left to the hardware prefetchers.
 extern const int group_bytes_ahead;
 
 namespace {
