@@ -3,8 +3,9 @@
 // group's 8 rows in the 8 int32 lanes of a 256-bit vector, each 4 codes of a row multiplied by the
 // same 4 activations broadcast from memory. Q8_0 for two levels: AVX2 (kVnni false: maddubs, 16-bit
 // sums) and AVX-512 VNNI (kVnni true: vpdpbusd); Q4_K for AVX2, and the scale unpacking that the
-// AVX-512 VNNI kernel for groups of 16 (matmul_avx512bf16.cpp) shares. Internal linkage, as k_quant_kernels.h (which
-// this builds on); include after <immintrin.h> (or the tests' AVX-512 emulation header).
+// AVX-512 VNNI kernel for groups of 16 (matmul_avx512bf16.cpp) shares. Internal linkage, as
+// k_quant_kernels.h (which this builds on); include after <immintrin.h> (or the tests' AVX-512
+// emulation header).
 
 #include "kernels/block_layouts.h"
 #include "kernels/interleave.h"

@@ -74,14 +74,15 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
 // 64-byte line of codes is one 4-byte step of all 16 rows (rows 0-7 in lanes 0-7, 8-15 in lanes
 // 8-15), so every lane takes the same 4 activations, which vpdpbusd reads as a broadcast. vpdpbusd
 // takes the low nibbles, and the high nibbles left in place (16 times the code: at most 32 * 240
-// * 127 per lane and sub-block), whose sum is shifted back (exact: a multiple of 16). The rest is the
-// AVX2 kernel's arithmetic (interleaved_kernels.h) in 16 lanes. The lines are read in memory
+// * 127 per lane and sub-block), whose sum is shifted back (exact: a multiple of 16). The rest is
+// the AVX2 kernel's arithmetic (interleaved_kernels.h) in 16 lanes. The lines are read in memory
 // order, and A accumulators per nibble half and token (steps k % A) cover vpdpbusd's latency:
 // reading the quarters side by side instead (a chain per quarter) streamed from memory at half
 // the speed on a 2-core Zen 4 VM. There, one core on 288 KB of groups in L2: 52 GB/s, against 40
 // for the 8-row kernel this replaced (64-byte loads holding two steps of 8 rows, the activations
-// placed by vpermd); 300 MB from memory, in turn with the probe: 0.68-0.79 of it against 0.54-0.58
-// on one core, 0.85-0.90 against 0.79-0.81 on two.
+// placed by vpermd); 300 MB from memory, in turn with the probe, both asking for the group blocks
+// 4 KB ahead: 0.68-0.79 of it against 0.54-0.58 on one core, 0.85-0.90 against 0.79-0.81 on two.
+// Without asking ahead, as on AMD now (group_bytes_ahead, weight_prefetch.cpp): 0.88-0.90 and 0.96.
 template <int T>
 struct Q4KInterleavedAvx512 {
     static constexpr int A = T == 1 ? 4 : T == 2 ? 2 : 1;  // accumulators per nibble half and token
