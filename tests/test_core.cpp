@@ -37,16 +37,20 @@ private slots:
         QVERIFY(info.total_ram_bytes > 0);
         QVERIFY(info.available_ram_bytes <= info.total_ram_bytes);
 #if defined(__linux__) && defined(__x86_64__)
-        // /proc/cpuinfo's flags are the kernel's own reading of cpuid: every feature we claim must
-        // be there (the kernel also hides what the OS does not enable).
+        // /proc/cpuinfo's family and flags are the kernel's own reading of cpuid: every feature we
+        // claim must be there (the kernel also hides what the OS does not enable).
         QFile cpuinfo("/proc/cpuinfo");
         QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
         QString flags;
-        for (const QByteArray& line : cpuinfo.readAll().split('\n'))
+        int family = -1;
+        for (const QByteArray& line : cpuinfo.readAll().split('\n')) {
+            if (family < 0 && line.startsWith("cpu family")) family = line.mid(line.indexOf(':') + 1).trimmed().toInt();
             if (line.startsWith("flags")) {
                 flags = QString::fromLatin1(line) + ' ';
                 break;
             }
+        }
+        QCOMPARE(info.cpu_family, family);
         const std::pair<bool, const char*> expectations[] = {
             {info.features.sse42, " sse4_2 "},        {info.features.avx, " avx "},
             {info.features.avx2, " avx2 "},           {info.features.fma, " fma "},

@@ -75,6 +75,9 @@ void detect_x86(PlatformInfo& info) {
     for (unsigned word : {l0.ebx, l0.edx, l0.ecx})
         for (int b = 0; b < 4; ++b) info.cpu_vendor += static_cast<char>((word >> (8 * b)) & 0xff);
     const Registers l1 = cpuid(1);
+    // The extended family counts only when the base family is 15 (the Intel and AMD manuals).
+    const unsigned base_family = (l1.eax >> 8) & 0xf;
+    info.cpu_family = static_cast<int>(base_family == 0xf ? base_family + ((l1.eax >> 20) & 0xff) : base_family);
     f.sse42 = bit(l1.ecx, 20);
     f.fma = bit(l1.ecx, 12);
     f.f16c = bit(l1.ecx, 29);

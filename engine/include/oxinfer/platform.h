@@ -24,6 +24,7 @@ struct PlatformInfo {
     std::string arch;        // "x86_64", "aarch64", ...
     std::string cpu_name;    // brand string, or "unknown"
     std::string cpu_vendor;  // x86 cpuid vendor ("GenuineIntel", "AuthenticAMD"), or "unknown"
+    int cpu_family = 0;      // x86 family as cpuid leaf 1 composes it (AMD Zen 3 and 4: 25, Zen 5: 26); 0 elsewhere
     CpuFeatures features;
     int physical_cores = 1;
     int logical_cores = 1;

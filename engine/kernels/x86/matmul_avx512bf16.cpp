@@ -82,7 +82,7 @@ void gemm_tile_bf16_avx512(int64_t pairs, const uint32_t* xp, const uint32_t* wp
 // for the 8-row kernel this replaced (64-byte loads holding two steps of 8 rows, the activations
 // placed by vpermd); 300 MB from memory, in turn with the probe, both asking for the group blocks
 // 4 KB ahead: 0.68-0.79 of it against 0.54-0.58 on one core, 0.85-0.90 against 0.79-0.81 on two.
-// Without asking ahead, as on AMD now (group_bytes_ahead, weight_prefetch.cpp): 0.88-0.90 and 0.96.
+// Without asking ahead, as on Zen 4 now (group_bytes_ahead, weight_prefetch.cpp): 0.88-0.90 and 0.96.
 template <int T>
 struct Q4KInterleavedAvx512 {
     static constexpr int A = T == 1 ? 4 : T == 2 ? 2 : 1;  // accumulators per nibble half and token

@@ -43,19 +43,33 @@ const Bf16RowStreaming bf16_row_streaming = platform().cpu_vendor == "GenuineInt
 // Intel: 2 KB, not block_prefetch's 4 KB: on a 2-core Xeon VM (Sapphire Rapids class), GEMVs in the
 // shapes of one Qwen3-0.6B token, 15 rounds alternating in one process, Q4_K decoded at a median
 // 55.5 tokens/s with 2 KB (1.5-3 KB alike) and 51.6 with 4 KB; Q8_0 showed no difference.
-// AMD: none. A Zen 5 VM had chosen 4 KB among distances (tg128 with --bandwidth in rotating runs,
-// medians of 4-5: Qwen3-0.6B q4_k at 0.75 of the bound with 2 KB, 0.77 with 4 KB, 0.73 with 8 KB;
-// q8_0 0.86 with 2 KB, 0.87 with 4 KB), never against none. On a 2-core Zen 4 VM (2026-12-06)
-// none was the faster everywhere it was tried:
-// - 300 MB of 3072 x 1024 Q4_K matrices (groups of 16 rows), each pass timed in turn with the
-//   probe, six alternating runs of six rounds at 27-34 GB/s: 2 threads 0.96 of the probe (mean of
-//   36 rounds) against 0.87 with 4 KB; one thread 0.88-0.90 against 0.76-0.79. 2, 8 and 16 KB
-//   ahead and prefetcht2 were slower than none too.
-// - tg128 with --bandwidth, alternating runs of -r 2, each run's share of the bound by the probe's
-//   rate (under 36 GB/s; over 45): Qwen3-0.6B q4_k 0.83 (median of 14 runs) against 0.79 (of 22);
-//   0.71 against 0.63. Llama-3.2-1B q4_k 0.98 against 0.96; 0.88 against 0.78. Qwen3-0.6B q8_0
-//   0.93 against 0.92, all runs 0.91 against 0.84; Llama-3.2-1B q8_0 1.00 against 0.99; 0.96
-//   against 0.87. OXINFER_CPU=avx2 (groups of 8), Qwen3-0.6B q4_k: 0.82 against 0.76.
-const int group_bytes_ahead = platform().cpu_vendor == "GenuineIntel" ? kPrefetchBytes : 0;
+// AMD: 4 KB, but none on Zen 4 (family 25 with AVX-512; Zen 3, the same family, has none), each
+// thread's stream left to the hardware prefetchers there.
+// - A Zen 5 VM chose 4 KB among distances (tg128 with --bandwidth in rotating runs, medians of
+//   4-5: Qwen3-0.6B q4_k at 0.75 of the bound with 2 KB, 0.77 with 4 KB, 0.73 with 8 KB; q8_0 0.86
+//   with 2 KB, 0.87 with 4 KB). Another Zen 5 VM (2026-12-06, 53-60 GB/s), against none,
+//   alternating runs of -r 2: Qwen3-0.6B q4_k 0.82-0.85 against 0.53-0.57 (four pairs),
+//   Llama-3.2-1B q4_k 1.00-1.01 against 0.62-0.64 (two pairs at the same rate); q8_0 within the
+//   noise (0.75-0.90 either way).
+// - A Zen 4 VM (2026-12-06) was faster with none everywhere it was tried:
+//   - 300 MB of 3072 x 1024 Q4_K matrices (groups of 16 rows), each pass timed in turn with the
+//     probe, six alternating runs of six rounds at 27-34 GB/s: 2 threads 0.96 of the probe (mean
+//     of 36 rounds) against 0.87 with 4 KB; one thread 0.88-0.90 against 0.76-0.79. 2, 8 and 16
+//     KB ahead and prefetcht2 were slower than none too.
+//   - tg128 with --bandwidth, alternating runs of -r 2, each run's share of the bound by the
+//     probe's rate (under 36 GB/s; over 45): Qwen3-0.6B q4_k 0.83 (median of 14 runs) against
+//     0.79 (of 22); 0.71 against 0.63. Llama-3.2-1B q4_k 0.98 against 0.96; 0.88 against 0.78.
+//     Qwen3-0.6B q8_0 0.93 against 0.92, all runs 0.91 against 0.84; Llama-3.2-1B q8_0 1.00
+//     against 0.99; 0.96 against 0.87. OXINFER_CPU=avx2 (groups of 8), Qwen3-0.6B q4_k: 0.82
+//     against 0.76.
+namespace {
+int group_prefetch_distance() {
+    const PlatformInfo& p = platform();
+    if (p.cpu_vendor == "GenuineIntel") return kPrefetchBytes;
+    const bool zen4 = p.cpu_vendor == "AuthenticAMD" && p.cpu_family == 25 && p.features.avx512f;
+    return zen4 ? 0 : 4096;
+}
+}  // namespace
+const int group_bytes_ahead = group_prefetch_distance();
 
 }  // namespace oxinfer::kernels
