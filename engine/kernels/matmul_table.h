@@ -63,10 +63,13 @@ constexpr int kGemmKc = 256;
 
 // The ways the read-bandwidth probe reads (MatmulTable::read_sum), as the GEMVs stream weights:
 // 0: each cache line asked for 2 KB ahead; 1: the same, and at each 4 KB page the page after the
-// next in one burst (weight_prefetch.h), as the float rows and, on AMD, the block rows do. The
-// faster sets the bound: on a 2-core EPYC VM (Zen 3) the bursts read 5-10% faster and the bf16
-// GEMV outran the plain read; where they cost (Intel), the plain read stays the faster.
-constexpr int kReadMethods = 2;
+// next in one burst (weight_prefetch.h), as the float rows and, on AMD, the block rows do; 2: each
+// line asked for as far ahead as the interleaved Q4_K and Q8_0 kernels ask (group_bytes_ahead:
+// 4 KB on most AMD CPUs), or not at all where they do not. The fastest sets the bound: on a 2-core
+// EPYC VM (Zen 3) the bursts read 5-10% faster and the bf16 GEMV outran the plain read; where they
+// cost (Intel), the plain read stays the faster. On a Zen 5 VM, decoding Llama-3.2-1B q4_k ran at
+// 101-108% of a bound read only the first two ways.
+constexpr int kReadMethods = 3;
 
 // Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups (of the type's
 // interleaved_group_rows) from `group` times `tokens` (1 to kKQuantTileTokens) tokens' activations

@@ -277,14 +277,21 @@ void gemm_tile_avx2(int64_t k, const float* xp, const float* wp, float* c, int64
     }
 }
 
-template <bool kPageBursts>
+// kWay: which of the kReadMethods ways (matmul_table.h).
+template <int kWay>
 float read_sum_avx2(const float* data, int64_t n) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        prefetch_weights(data + i);  // as the GEMVs read weights (kReadMethods)
-        prefetch_weights(data + i + 16);
-        if constexpr (kPageBursts) prefetch_page_ahead(data + i, 128);
+        // As the GEMVs read weights (kReadMethods).
+        if constexpr (kWay == 2) {
+            prefetch_as_groups(data + i);
+            prefetch_as_groups(data + i + 16);
+        } else {
+            prefetch_weights(data + i);
+            prefetch_weights(data + i + 16);
+        }
+        if constexpr (kWay == 1) prefetch_page_ahead(data + i, 128);
         for (int j = 0; j < 4; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(data + i + 8 * j));
     }
     float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
@@ -326,8 +333,9 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_q6_k = over_rows<dot_q6_k<false>>;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;
-    table.read_sum[0] = read_sum_avx2<false>;
-    table.read_sum[1] = read_sum_avx2<true>;
+    table.read_sum[0] = read_sum_avx2<0>;
+    table.read_sum[1] = read_sum_avx2<1>;
+    table.read_sum[2] = read_sum_avx2<2>;
     table.peak_flops_probe = peak_flops_probe_avx2;
 }
 

@@ -200,14 +200,17 @@ void gemm_tile_pair_avx512(int64_t k, const float* xp, const float* wp0, const f
         }
 }
 
-template <bool kPageBursts>
+// kWay: which of the kReadMethods ways (matmul_table.h).
+template <int kWay>
 float read_sum_avx512(const float* data, int64_t n) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        if constexpr (kPageBursts) prefetch_page_ahead(data + i, 256);
+        if constexpr (kWay == 1) prefetch_page_ahead(data + i, 256);
         for (int j = 0; j < 4; ++j) {
-            prefetch_weights(data + i + 16 * j);  // as the GEMVs read weights (kReadMethods)
+            // As the GEMVs read weights (kReadMethods).
+            if constexpr (kWay == 2) prefetch_as_groups(data + i + 16 * j);
+            else prefetch_weights(data + i + 16 * j);
             acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
         }
     }
@@ -237,8 +240,9 @@ void fill_matmul_avx512(MatmulTable& table) {
     table.bf16_even_odd_group = 32;
     table.gemm_tile = gemm_tile_avx512;
     table.gemm_tile_pair = gemm_tile_pair_avx512;
-    table.read_sum[0] = read_sum_avx512<false>;
-    table.read_sum[1] = read_sum_avx512<true>;
+    table.read_sum[0] = read_sum_avx512<0>;
+    table.read_sum[1] = read_sum_avx512<1>;
+    table.read_sum[2] = read_sum_avx512<2>;
     table.peak_flops_probe = peak_flops_probe_avx512;
 }
 
