@@ -22,15 +22,6 @@ inline __m256i broadcast_4_bytes(const int8_t* p) {
     return _mm256_set1_epi32(v);
 }
 
-// Asks for a group block's cache lines group_bytes_ahead ahead, if at all (weight_prefetch.h): a
-// thread's groups are one contiguous stream.
-template <int kBytes>
-inline void prefetch_group_block(const uint8_t* p) {
-    if (group_bytes_ahead == 0) return;
-    const char* ahead = reinterpret_cast<const char*>(p) + group_bytes_ahead;
-    for (int line = 0; line < kBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
-}
-
 // A Q4_K group block's scales and mins, unpacked for its 8 rows at once (or for one half of a
 // 16-row group block: kPieces 64, see interleave.h).
 struct Q4KGroupScales {

@@ -285,8 +285,7 @@ float read_sum_avx2(const float* data, int64_t n) {
     for (; i + 32 <= n; i += 32) {
         // As the GEMVs read weights (kReadMethods).
         if constexpr (kWay == 2) {
-            prefetch_as_groups(data + i);
-            prefetch_as_groups(data + i + 16);
+            prefetch_group_block<128>(data + i);
         } else {
             prefetch_weights(data + i);
             prefetch_weights(data + i + 16);

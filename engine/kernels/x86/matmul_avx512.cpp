@@ -209,7 +209,7 @@ float read_sum_avx512(const float* data, int64_t n) {
         if constexpr (kWay == 1) prefetch_page_ahead(data + i, 256);
         for (int j = 0; j < 4; ++j) {
             // As the GEMVs read weights (kReadMethods).
-            if constexpr (kWay == 2) prefetch_as_groups(data + i + 16 * j);
+            if constexpr (kWay == 2) prefetch_group_block<64>(data + i + 16 * j);
             else prefetch_weights(data + i + 16 * j);
             acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
         }

@@ -59,10 +59,13 @@ inline void prefetch_page_ahead(const void* p, uintptr_t step) {
     for (uintptr_t line = 0; line < kPageBytes; line += 64) _mm_prefetch(page + line, _MM_HINT_T1);
 }
 
-// One cache line asked for as the interleaved kernels ask for their group blocks (not at all
-// where group_bytes_ahead is 0): the bandwidth probe's third way of reading.
-inline void prefetch_as_groups(const void* p) {
-    if (group_bytes_ahead != 0) _mm_prefetch(static_cast<const char*>(p) + group_bytes_ahead, _MM_HINT_T0);
+// Asks for the kBytes of a group block (interleaved_kernels.h) group_bytes_ahead ahead, if at all:
+// a thread's groups are one contiguous stream. Also the bandwidth probe's third way of reading.
+template <int kBytes>
+inline void prefetch_group_block(const void* p) {
+    if (group_bytes_ahead == 0) return;
+    const char* ahead = static_cast<const char*>(p) + group_bytes_ahead;
+    for (int line = 0; line < kBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 
 inline void prefetch_blocks(const void* p) { _mm_prefetch(static_cast<const char*>(p) + block_prefetch.bytes_ahead, _MM_HINT_T0); }
