@@ -23,11 +23,15 @@
 #include <QTest>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace oxinfer;
@@ -498,6 +502,82 @@ private slots:
                     QVERIFY2(std::memcmp(outputs[0].data(), outputs[i].data(), outputs[0].size() * 4) == 0,
                              qPrintable(QStringLiteral("%1: %2 tokens from %3, %4 threads differ from 1")
                                             .arg(QString::fromStdString(level.name)).arg(c.tokens).arg(c.first).arg(i + 1)));
+            }
+        }
+    }
+
+    void prepare_before_reading() {
+        // The new tokens' keys, values and query heads exist only once `prepare` has written them
+        // (their cache rows and queries start as NaN), so a head read before its preparation
+        // shows in the output. Each kv head is prepared exactly once: for one token in the static
+        // split by the threads that attend them (two threads for 8 kv heads), otherwise once for
+        // all heads by the caller (one token whose few kv heads run as parallel partitions; short
+        // and prompt-sized calls).
+        struct Case {
+            int tokens, first, heads, kv_heads, threads;
+            bool per_thread;  // prepared in pieces on the attending threads
+        };
+        for (const Case& c : {Case{1, 300, 16, 8, 2, true}, Case{1, 0, 16, 8, 2, true}, Case{1, 300, 16, 8, 1, true},
+                              Case{1, 400, 6, 3, 3, true}, Case{1, 700, 6, 3, 3, false}, Case{1, 1300, 2, 1, 2, false}, Case{3, 600, 8, 4, 2, false},
+                              Case{40, 100, 4, 2, 2, false}}) {
+            AttentionParams p;
+            p.heads = c.heads;
+            p.kv_heads = c.kv_heads;
+            p.head_dim = 64;
+            p.scale = 0.125f;
+            const int64_t end = c.first + c.tokens, group = p.heads / p.kv_heads;
+            const Sequence seq(end, p.kv_heads, p.head_dim, 23);
+            Cache cache;
+            const auto q = random_q(c.tokens, p, 24);
+            const auto positions = range(c.first, end);
+            const Reference want = reference(p, q, positions, seq, DType::F32, 0, end);
+            for (const KernelLevel& level : kernel_levels()) {
+                std::vector<float> q_in(q.size(), NAN);
+                cache = make_cache(seq, DType::F32, 0, end, 0, true);
+                for (int64_t position = c.first; position < end; ++position)
+                    for (int64_t h = 0; h < p.kv_heads; ++h) {
+                        std::fill_n(cache.k_bytes.begin() + cache.offset(position, h), p.head_dim * 4, std::byte{0xff});
+                        std::fill_n(cache.v_bytes.begin() + cache.offset(position, h), p.head_dim * 4, std::byte{0xff});
+                    }
+                std::vector<std::atomic<int>> prepared(static_cast<size_t>(p.kv_heads));
+                std::mutex mutex;
+                std::set<std::thread::id> threads;
+                int calls = 0;
+                const AttentionPrepare prepare = [&](int64_t kv_head, int64_t count) {
+                    {
+                        std::lock_guard lock(mutex);
+                        threads.insert(std::this_thread::get_id());
+                        ++calls;
+                    }
+                    for (int64_t h = kv_head; h < kv_head + count; ++h) {
+                        prepared[static_cast<size_t>(h)] += 1;
+                        for (int64_t t = 0; t < c.tokens; ++t) {
+                            const int64_t position = c.first + t;
+                            for (int64_t d = 0; d < p.head_dim; ++d) {
+                                const size_t index = static_cast<size_t>((position * p.kv_heads + h) * p.head_dim + d);
+                                const int64_t at = cache.offset(position, h) + d * 4;
+                                std::memcpy(cache.k_bytes.data() + at, &seq.k[index], 4);
+                                std::memcpy(cache.v_bytes.data() + at, &seq.v[index], 4);
+                            }
+                            const size_t first_q = static_cast<size_t>((t * p.heads + h * group) * p.head_dim);
+                            std::copy_n(q.begin() + first_q, group * p.head_dim, q_in.begin() + first_q);
+                        }
+                    }
+                };
+                ThreadPool pool(c.threads);
+                std::vector<float> got(q.size(), NAN);
+                attention_with(*level.ops, p, q_in.data(), c.tokens, positions.data(), cache.view(cache.k_bytes), cache.view(cache.v_bytes),
+                               0, end, got.data(), pool, prepare);
+                const QString context = QStringLiteral("%1: %2 tokens from %3, %4 kv heads, %5 threads")
+                                            .arg(QString::fromStdString(level.name)).arg(c.tokens).arg(c.first).arg(c.kv_heads).arg(c.threads);
+                EXPECT_OK(compare(got, want), context);
+                for (const std::atomic<int>& count : prepared) QVERIFY2(count == 1, qPrintable(context + ": a kv head prepared other than once"));
+                if (c.per_thread) {
+                    QVERIFY2(static_cast<int>(threads.size()) == std::min<int>(c.threads, (c.kv_heads + 1) / 2),
+                             qPrintable(context + ": not prepared on each attending thread"));
+                } else {
+                    QVERIFY2(calls == 1 && threads.count(std::this_thread::get_id()) == 1, qPrintable(context + ": not prepared once by the caller"));
+                }
             }
         }
     }

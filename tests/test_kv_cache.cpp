@@ -122,6 +122,32 @@ private slots:
         OXINFER_EXPECT_ERROR(cache.reserve(1201), std::string("do not fit in the context length of 1200"));
     }
 
+    // Decoding stores each thread's kv heads on its own (kernels::attention's prepare): a store of
+    // some heads writes those heads' rows and leaves the others' as they were.
+    void store_of_some_heads() {
+        const Rows rows(20 + kLayers), other(20 + kLayers, 9);
+        KvCache cache(kLayers, kKvHeads, kHeadDim, DType::F32, 64);
+        store(cache, rows, 0, 20);
+        for (int64_t layer = 0; layer < kLayers; ++layer) {
+            cache.store(layer, 10, 1, other.keys(10 + layer), other.values(10 + layer), 1, 2);  // heads 1 and 2
+            cache.store(layer, 11, 1, other.keys(11 + layer), other.values(11 + layer), 0, 1);  // head 0
+        }
+        for (int64_t layer = 0; layer < kLayers; ++layer) {
+            const kernels::KvCacheView k = cache.keys(layer), v = cache.values(layer);
+            for (int64_t p : {10, 11})
+                for (int64_t h = 0; h < kKvHeads; ++h) {
+                    const bool stored = p == 10 ? h >= 1 : h == 0;
+                    const Rows& want = stored ? other : rows;
+                    for (int64_t d = 0; d < kHeadDim; ++d) {
+                        QCOMPARE(read(k, h, p, d), want.keys(p + layer)[h * kHeadDim + d]);
+                        QCOMPARE(read(v, h, p, d), want.values(p + layer)[h * kHeadDim + d]);
+                    }
+                }
+        }
+        expect_rows(cache, rows, 0, 10);
+        expect_rows(cache, rows, 12, 20);
+    }
+
     // A layer's keys and values are one allocation from a huge-page boundary, so that where they
     // fill whole huge pages (Qwen3-0.6B's f32 cache at 256 positions: 1 MB each) the system can
     // back them with huge pages rather than fault in each 4 KB page at its first store.

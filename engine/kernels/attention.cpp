@@ -279,12 +279,20 @@ int kv_type_of(DType type) { return type == DType::F32 ? KvF32 : type == DType::
 
 void attention_with(const OpsTable& table, const AttentionParams& params, const float* q, int64_t tokens,
                     const int64_t* query_positions, const KvCacheView& k, const KvCacheView& v, int64_t kv_begin,
-                    int64_t kv_end, float* out, ThreadPool& pool) {
+                    int64_t kv_end, float* out, ThreadPool& pool, const AttentionPrepare& prepare) {
     check(params, k, v, kv_begin, kv_end);
     if (tokens <= 0) return;
     const int64_t dim = params.head_dim;
     const int64_t group = params.heads / params.kv_heads;
     const Job job{table, params, q, query_positions, k, v, kv_begin, kv_end, kv_type_of(k.dtype), group, dim + 2};
+    const int64_t items = tokens * params.kv_heads;  // (token, kv head), each with `group` query heads
+    int64_t max_partitions = 0;
+    for (int64_t t = 0; t < tokens; ++t) max_partitions = std::max(max_partitions, job.visible(t).partitions());
+    // Items in a static split over the threads (below), each thread its contiguous share.
+    const bool static_split = tokens < kTileMinTokens && (items >= 2 * pool.size() || max_partitions <= 1);
+    // One token in that split: each thread prepares the kv heads it attends.
+    const bool prepare_per_thread = static_split && tokens == 1;
+    if (prepare && !prepare_per_thread) prepare(0, params.kv_heads);
     if (tokens >= kTileMinTokens) {
         // Smaller tiles where there are few kv heads: about four per thread. Tiles are handed out
         // last first, since causal tiles grow with the token index.
@@ -303,10 +311,7 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
         return;
     }
 
-    const int64_t items = tokens * params.kv_heads;  // (token, kv head), each with `group` query heads
     const int64_t group_size = group * job.state_size;
-    int64_t max_partitions = 0;
-    for (int64_t t = 0; t < tokens; ++t) max_partitions = std::max(max_partitions, job.visible(t).partitions());
 
     // The output of item `item`'s query head g.
     const auto output = [&](int64_t item, int64_t g) {
@@ -314,7 +319,7 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
         return out + (t * params.heads + kv_head * group + g) * dim;
     };
 
-    if (items >= 2 * pool.size() || max_partitions <= 1) {
+    if (static_split) {
         // Enough items to keep every thread busy: each unit of kSideBySideHeads kv heads of one
         // token merges its partitions in sequence. Each thread takes a contiguous share of the
         // units (their tokens differ by at most the kTileMinTokens keys of a short call) and asks
@@ -332,6 +337,11 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
             float* part = scratch.data() + unit_size;
             float* scores = part + unit_size;
             const int64_t end = units * (thread + 1) / threads;
+            if (prepare_per_thread && prepare && units * thread / threads < end) {
+                // One token: unit u holds kv heads [u * kSideBySideHeads, ...).
+                const int64_t first = units * thread / threads * kSideBySideHeads;
+                prepare(first, std::min(params.kv_heads, end * kSideBySideHeads) - first);
+            }
             for (int64_t unit = units * thread / threads; unit < end; ++unit) {
                 const int64_t t = unit / units_per_token;
                 const auto [kv_head, heads] = unit_heads(unit);
@@ -389,8 +399,9 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
 }
 
 void attention(const AttentionParams& params, const float* q, int64_t tokens, const int64_t* query_positions,
-               const KvCacheView& k, const KvCacheView& v, int64_t kv_begin, int64_t kv_end, float* out, ThreadPool& pool) {
-    attention_with(ops_table(active_isa()), params, q, tokens, query_positions, k, v, kv_begin, kv_end, out, pool);
+               const KvCacheView& k, const KvCacheView& v, int64_t kv_begin, int64_t kv_end, float* out, ThreadPool& pool,
+               const AttentionPrepare& prepare) {
+    attention_with(ops_table(active_isa()), params, q, tokens, query_positions, k, v, kv_begin, kv_end, out, pool, prepare);
 }
 
 }  // namespace oxinfer::kernels

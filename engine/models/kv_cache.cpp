@@ -63,16 +63,17 @@ void KvCache::reserve(int64_t end) {
     reserved_ = grown;
 }
 
-void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v) {
+void KvCache::store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v, int64_t head, int64_t heads) {
+    const int64_t head_end = heads < 0 ? kv_heads_ : head + heads;
     if (ring_ > 0 && count > kMaxStoreTokens) throw Error("kv cache", "a store of more than kMaxStoreTokens positions into a ring");
     const int64_t row_bytes = this->row_bytes();  // kept in a local: the loops below use it often
     std::byte* keys = half(layer, 0);
     std::byte* values = half(layer, 1);
     for (int64_t t = 0; t < count; ++t) {
         const int64_t slot = ring_ > 0 ? (first + t) % ring_ : first + t;
-        for (int64_t head = 0; head < kv_heads_; ++head) {
-            const int64_t offset = (head * reserved_ + slot) * row_bytes;
-            const int64_t source = (t * kv_heads_ + head) * head_dim_;
+        for (int64_t h = head; h < head_end; ++h) {
+            const int64_t offset = (h * reserved_ + slot) * row_bytes;
+            const int64_t source = (t * kv_heads_ + h) * head_dim_;
             convert(dtype_, k + source, keys + offset, head_dim_);
             convert(dtype_, v + source, values + offset, head_dim_);
         }

@@ -46,8 +46,9 @@ public:
 
     // Makes room for positions [0, end); throws oxinfer::Error past the context length.
     void reserve(int64_t end);
-    // Stores `count` positions from `first` of layer `layer`: k and v are [count][kv_heads][head_dim] f32.
-    void store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v);
+    // Stores `count` positions from `first` of layer `layer`, of kv heads [head, head + heads) (-1:
+    // to the last): k and v are [count][kv_heads][head_dim] f32.
+    void store(int64_t layer, int64_t first, int64_t count, const float* k, const float* v, int64_t head = 0, int64_t heads = -1);
 
     kernels::KvCacheView keys(int64_t layer) const { return view(layer, 0); }
     kernels::KvCacheView values(int64_t layer) const { return view(layer, 1); }

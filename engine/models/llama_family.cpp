@@ -153,6 +153,7 @@ private:
     void forward_chunk(const int32_t* tokens, int64_t n, KvCache& cache, float* logits, bool all_positions) {
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size, hd = c.head_dim, heads = c.num_attention_heads, kv_heads = c.num_key_value_heads;
+        const int64_t group = heads / kv_heads;
         const int64_t first = cache.size();
         const float eps = static_cast<float>(c.rms_norm_eps);
         cache.reserve(first + n);
@@ -183,17 +184,26 @@ private:
                 profiler::Scope scope("qkv");
                 project({{&layer.q, q_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n, pool_);
             }
-            if (qk_norm_) {
-                kernels::rms_norm(q_.data(), layer.q_norm.data(), q_.data(), n * heads, hd, eps);
-                kernels::rms_norm(k_.data(), layer.k_norm.data(), k_.data(), n * kv_heads, hd, eps);
-            }
-            kernels::rope(q_.data(), n, heads, hd, hd, positions_.data(), inv_freq_.data(), layout_);
-            kernels::rope(k_.data(), n, kv_heads, hd, hd, positions_.data(), inv_freq_.data(), layout_);
-            cache.store(static_cast<int64_t>(l), first, n, k_.data(), v_.data());
+            // The q/k norms, RoPE and the cache store of kv heads [kv_head, kv_head + count) (and
+            // their query heads): of every token, or of the one token being decoded, on the thread
+            // that attends them (kernels::attention).
+            const auto prepare = [&](int64_t kv_head, int64_t count) {
+                const bool all = count == kv_heads;
+                const int64_t q_heads = all ? heads : count * group, tokens = all ? n : 1;
+                float* q = q_.data() + (all ? 0 : kv_head * group * hd);
+                float* k = k_.data() + (all ? 0 : kv_head * hd);
+                if (qk_norm_) {
+                    kernels::rms_norm(q, layer.q_norm.data(), q, tokens * q_heads, hd, eps);
+                    kernels::rms_norm(k, layer.k_norm.data(), k, tokens * (all ? kv_heads : count), hd, eps);
+                }
+                kernels::rope(q, tokens, q_heads, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+                kernels::rope(k, tokens, all ? kv_heads : count, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+                cache.store(static_cast<int64_t>(l), first, n, k_.data(), v_.data(), kv_head, count);
+            };
             {
                 profiler::Scope scope("attention");
                 kernels::attention(params, q_.data(), n, positions_.data(), cache.keys(static_cast<int64_t>(l)),
-                                   cache.values(static_cast<int64_t>(l)), 0, first + n, attn_.data(), pool_);
+                                   cache.values(static_cast<int64_t>(l)), 0, first + n, attn_.data(), pool_, prepare);
             }
             {
                 profiler::Scope scope("attn_output");
