@@ -543,13 +543,13 @@ private slots:
                 std::mutex mutex;
                 std::set<std::thread::id> threads;
                 int calls = 0;
-                const AttentionPrepare prepare = [&](int64_t kv_head, int64_t count) {
+                const auto prepare_heads = [&](int64_t kv_head, int64_t kv_end) {
                     {
                         std::lock_guard lock(mutex);
                         threads.insert(std::this_thread::get_id());
                         ++calls;
                     }
-                    for (int64_t h = kv_head; h < kv_head + count; ++h) {
+                    for (int64_t h = kv_head; h < kv_end; ++h) {
                         prepared[static_cast<size_t>(h)] += 1;
                         for (int64_t t = 0; t < c.tokens; ++t) {
                             const int64_t position = c.first + t;
@@ -564,10 +564,11 @@ private slots:
                         }
                     }
                 };
+                const RangeCallback prepare = prepare_heads;
                 ThreadPool pool(c.threads);
                 std::vector<float> got(q.size(), NAN);
                 attention_with(*level.ops, p, q_in.data(), c.tokens, positions.data(), cache.view(cache.k_bytes), cache.view(cache.v_bytes),
-                               0, end, got.data(), pool, prepare);
+                               0, end, got.data(), pool, &prepare);
                 const QString context = QStringLiteral("%1: %2 tokens from %3, %4 kv heads, %5 threads")
                                             .arg(QString::fromStdString(level.name)).arg(c.tokens).arg(c.first).arg(c.kv_heads).arg(c.threads);
                 EXPECT_OK(compare(got, want), context);

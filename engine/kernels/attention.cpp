@@ -279,7 +279,7 @@ int kv_type_of(DType type) { return type == DType::F32 ? KvF32 : type == DType::
 
 void attention_with(const OpsTable& table, const AttentionParams& params, const float* q, int64_t tokens,
                     const int64_t* query_positions, const KvCacheView& k, const KvCacheView& v, int64_t kv_begin,
-                    int64_t kv_end, float* out, ThreadPool& pool, const AttentionPrepare& prepare) {
+                    int64_t kv_end, float* out, ThreadPool& pool, const RangeCallback* prepare) {
     check(params, k, v, kv_begin, kv_end);
     if (tokens <= 0) return;
     const int64_t dim = params.head_dim;
@@ -292,7 +292,7 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
     const bool static_split = tokens < kTileMinTokens && (items >= 2 * pool.size() || max_partitions <= 1);
     // One token in that split: each thread prepares the kv heads it attends.
     const bool prepare_per_thread = static_split && tokens == 1;
-    if (prepare && !prepare_per_thread) prepare(0, params.kv_heads);
+    if (prepare && !prepare_per_thread) (*prepare)(0, params.kv_heads);
     if (tokens >= kTileMinTokens) {
         // Smaller tiles where there are few kv heads: about four per thread. Tiles are handed out
         // last first, since causal tiles grow with the token index.
@@ -339,8 +339,7 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
             const int64_t end = units * (thread + 1) / threads;
             if (prepare_per_thread && prepare && units * thread / threads < end) {
                 // One token: unit u holds kv heads [u * kSideBySideHeads, ...).
-                const int64_t first = units * thread / threads * kSideBySideHeads;
-                prepare(first, std::min(params.kv_heads, end * kSideBySideHeads) - first);
+                (*prepare)(units * thread / threads * kSideBySideHeads, std::min(params.kv_heads, end * kSideBySideHeads));
             }
             for (int64_t unit = units * thread / threads; unit < end; ++unit) {
                 const int64_t t = unit / units_per_token;
@@ -400,7 +399,7 @@ void attention_with(const OpsTable& table, const AttentionParams& params, const 
 
 void attention(const AttentionParams& params, const float* q, int64_t tokens, const int64_t* query_positions,
                const KvCacheView& k, const KvCacheView& v, int64_t kv_begin, int64_t kv_end, float* out, ThreadPool& pool,
-               const AttentionPrepare& prepare) {
+               const RangeCallback* prepare) {
     attention_with(ops_table(active_isa()), params, q, tokens, query_positions, k, v, kv_begin, kv_end, out, pool, prepare);
 }
 

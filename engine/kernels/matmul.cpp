@@ -419,7 +419,7 @@ void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
 }
 
 void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool,
-                    const RowsCallback* rows_done) {
+                    const RangeCallback* rows_done) {
     if (targets.empty()) return;
     if (rows_done)
         for (const MatmulTarget& target : targets)
@@ -756,7 +756,7 @@ void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t 
     for (const MatmulTarget& target : targets) gemm(*target.w, x, tokens, target.y, pool);
 }
 
-void matmul_rows_together(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, RowsCallback rows_done,
+void matmul_rows_together(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, RangeCallback rows_done,
                           ThreadPool& pool) {
     if (tokens <= kGemvMaxTokens) {
         gemv_many_with(matmul_table(active_isa()), targets, x, tokens, pool, &rows_done);

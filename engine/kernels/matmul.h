@@ -60,11 +60,12 @@ struct MatmulTarget {
 constexpr size_t kMaxMatmulTargets = 4;
 void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool);
 
-// A callable on a range of rows [begin, end), passed without a copy or an allocation.
-class RowsCallback {
+// A callable on a range [begin, end) (of rows; of kv heads for attention()), passed without a
+// copy or an allocation: the callable must outlive it.
+class RangeCallback {
 public:
     template <class F>
-    RowsCallback(const F& f)  // NOLINT: converts from any callable, as std::function does
+    RangeCallback(const F& f)  // NOLINT: converts from any callable, as std::function does
         : call_([](const void* f, int64_t begin, int64_t end) { (*static_cast<const F*>(f))(begin, end); }), f_(&f) {}
     void operator()(int64_t begin, int64_t end) const { call_(f_, begin, end); }
 
@@ -78,7 +79,7 @@ private:
 // rows [begin, end) of every matrix, so that an elementwise step combining them (SwiGLU) runs
 // in parallel on outputs still in that core's cache; for prompts, once for all rows after the
 // products. rows_done covers those rows of every token.
-void matmul_rows_together(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, RowsCallback rows_done,
+void matmul_rows_together(std::span<const MatmulTarget> targets, const float* x, int64_t tokens, RangeCallback rows_done,
                           ThreadPool& pool);
 
 // The same through one path, whatever the token count (tests and benchmarks).

@@ -154,7 +154,7 @@ void gemv_with(const MatmulTable& table, const WeightMatrix& w, const float* x, 
 // rows_done (optional): the targets have the same rows, each thread takes the same rows of all of
 // them, and calls rows_done on them (matmul_rows_together).
 void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t tokens, ThreadPool& pool,
-                    const RowsCallback* rows_done = nullptr);
+                    const RangeCallback* rows_done = nullptr);
 void gemm_with(const MatmulTable& table, const WeightMatrix& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 
 void fill_matmul_avx2(MatmulTable& table);

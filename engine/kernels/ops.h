@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 namespace oxinfer {
 class ThreadPool;
@@ -116,14 +115,13 @@ struct AttentionParams {
 // the same bits for any thread count. A query that sees no key (none cached in its window) gets
 // zeros. Throws oxinfer::Error on inconsistent parameters.
 //
-// `prepare`, if given, is the work that must come before kv heads [kv_head, kv_head + count) are
-// read: their query and key heads' norms and RoPE, the new keys' and values' store. For one token
-// (decoding) each thread calls it for the kv heads it then attends, so that this work runs in
-// parallel and the rows it stores are read by the core that wrote them; otherwise the caller calls
-// it once for every kv head before any thread reads the cache.
-using AttentionPrepare = std::function<void(int64_t kv_head, int64_t count)>;
+// `prepare`, if given, is the work that must come before kv heads [begin, end) are read: their
+// query and key heads' norms and RoPE, the new keys' and values' store. For one token (decoding)
+// each thread calls it for the kv heads it then attends, so that this work runs in parallel and
+// the rows it stores are read by the core that wrote them; otherwise the caller calls it once for
+// every kv head before any thread reads the cache.
 void attention(const AttentionParams& params, const float* q, int64_t tokens, const int64_t* query_positions,
                const KvCacheView& k, const KvCacheView& v, int64_t kv_begin, int64_t kv_end, float* out,
-               ThreadPool& pool, const AttentionPrepare& prepare = {});
+               ThreadPool& pool, const RangeCallback* prepare = nullptr);
 
 }  // namespace oxinfer::kernels

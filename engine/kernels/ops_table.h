@@ -94,7 +94,7 @@ const OpsTable& ops_table(Isa isa);
 // attention() with the inner loops of a given table (tests compare levels through it).
 void attention_with(const OpsTable& table, const AttentionParams& params, const float* q, int64_t tokens,
                     const int64_t* query_positions, const KvCacheView& k, const KvCacheView& v, int64_t kv_begin,
-                    int64_t kv_end, float* out, ThreadPool& pool, const AttentionPrepare& prepare = {});
+                    int64_t kv_end, float* out, ThreadPool& pool, const RangeCallback* prepare = nullptr);
 
 // Angles of one token for rope(): cos[i] and sin[i] of float(position) · inv_freq[i], scaled by
 // attention_factor, for i < half. Plain scalar code shared by every level, so all levels rotate by

@@ -184,10 +184,11 @@ private:
                 profiler::Scope scope("qkv");
                 project({{&layer.q, q_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n, pool_);
             }
-            // The q/k norms, RoPE and the cache store of kv heads [kv_head, kv_head + count) (and
-            // their query heads): of every token, or of the one token being decoded, on the thread
-            // that attends them (kernels::attention).
-            const auto prepare = [&](int64_t kv_head, int64_t count) {
+            // The q/k norms, RoPE and the cache store of kv heads [kv_head, end) (and their query
+            // heads): of every token, or of the one token being decoded, on the thread that attends
+            // them (kernels::attention).
+            const auto prepare = [&](int64_t kv_head, int64_t end) {
+                const int64_t count = end - kv_head;
                 const bool all = count == kv_heads;
                 const int64_t q_heads = all ? heads : count * group, tokens = all ? n : 1;
                 float* q = q_.data() + (all ? 0 : kv_head * group * hd);
@@ -200,10 +201,11 @@ private:
                 kernels::rope(k, tokens, all ? kv_heads : count, hd, hd, positions_.data(), inv_freq_.data(), layout_);
                 cache.store(static_cast<int64_t>(l), first, n, k_.data(), v_.data(), kv_head, count);
             };
+            const kernels::RangeCallback prepare_heads = prepare;
             {
                 profiler::Scope scope("attention");
                 kernels::attention(params, q_.data(), n, positions_.data(), cache.keys(static_cast<int64_t>(l)),
-                                   cache.values(static_cast<int64_t>(l)), 0, first + n, attn_.data(), pool_, prepare);
+                                   cache.values(static_cast<int64_t>(l)), 0, first + n, attn_.data(), pool_, &prepare_heads);
             }
             {
                 profiler::Scope scope("attn_output");
