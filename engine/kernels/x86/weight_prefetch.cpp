@@ -36,14 +36,15 @@ const BlockPrefetch block_prefetch =
 // 0.73-0.74 against 0.97-1.00 (four rows at a time 0.45-0.62 at every length). Llama-3.2-1B bf16
 // tg128 with --profile, two alternating pairs: the MLP (its down projection has 8192-value rows)
 // 1.98-2.05 against 2.14-2.23 ms a layer.
-// Zen 5 (family 26) asks 4 KB ahead in rows of at most 2 KB (1024 values: two rows ahead). A
-// fifth Zen 5 VM (2026-12-06, 33-63 GB/s), tokens of both distances taking turns in one process
-// (tg128 with the probe's reads between them, each way's median token): Qwen3-0.6B bf16, whose
-// q/k/v, gate and up rows and LM head are 1024 values, +5.0%, +2.3%, +3.1%, +3.0% at 46-60 GB/s
-// (4 KB faster in all 12 runs of 128 tokens at 58-63 GB/s), -2.4% in one run at 34 GB/s;
-// 128 MB of 1024-value rows in turn with the probe, medians of 60 rounds: 0.94 and 0.93 of the
-// probe against 0.90 and 0.91. Llama-3.2-1B bf16 (rows of 4 KB and more) with 4 KB in every row:
-// +0.3%, +1.7%, +0.8%, -5.3%, so its rows keep 2 KB. Other AMD CPUs keep 2 KB, as measured.
+// Zen 5 (family 26) asks 4 KB ahead in rows of at most 2 KB (1024 values: two rows ahead). On a
+// Zen 5 VM (2026-12-06, 34-63 GB/s), tokens of both distances taking turns in one process (tg128
+// with the probe's reads between them, each way's median token): Qwen3-0.6B bf16, whose q/k/v,
+// gate and up rows and LM head are 1024 values, +5.0%, +2.3%, +3.1%, +3.0% at 46-63 GB/s (4 KB
+// faster in all 12 runs of 128 tokens at 58-63 GB/s), -2.4% in one run at 34 GB/s, and +2.0% with
+// 4 KB in the short rows only; 128 MB of 1024-value rows in turn with the probe, medians of 60
+// rounds: 0.93-0.94 of the probe against 0.86-0.91. Llama-3.2-1B bf16 (rows of 4 KB and more)
+// with 4 KB in every row: +0.3%, +1.7%, +0.8%, -5.3%, so its rows keep 2 KB. Other AMD CPUs keep
+// 2 KB, as measured.
 namespace {
 Bf16RowStreaming bf16_streaming_for_cpu() {
     const PlatformInfo& p = platform();
