@@ -184,21 +184,20 @@ private:
                 profiler::Scope scope("qkv");
                 project({{&layer.q, q_.data()}, {&layer.k, k_.data()}, {&layer.v, v_.data()}}, normed_.data(), n, pool_);
             }
-            // The q/k norms, RoPE and the cache store of kv heads [kv_head, end) (and their query
-            // heads): of every token, or of the one token being decoded, on the thread that attends
-            // them (kernels::attention).
+            // The q/k norms, RoPE and the cache store of kv heads [kv_head, end) and their query
+            // heads, on the thread that attends them (kernels::attention). Only all the heads come
+            // with several tokens; a part of them, only with one, so that the heads of the part are
+            // contiguous in q_ and k_ either way.
             const auto prepare = [&](int64_t kv_head, int64_t end) {
                 const int64_t count = end - kv_head;
-                const bool all = count == kv_heads;
-                const int64_t q_heads = all ? heads : count * group, tokens = all ? n : 1;
-                float* q = q_.data() + (all ? 0 : kv_head * group * hd);
-                float* k = k_.data() + (all ? 0 : kv_head * hd);
+                float* q = q_.data() + kv_head * group * hd;
+                float* k = k_.data() + kv_head * hd;
                 if (qk_norm_) {
-                    kernels::rms_norm(q, layer.q_norm.data(), q, tokens * q_heads, hd, eps);
-                    kernels::rms_norm(k, layer.k_norm.data(), k, tokens * (all ? kv_heads : count), hd, eps);
+                    kernels::rms_norm(q, layer.q_norm.data(), q, n * count * group, hd, eps);
+                    kernels::rms_norm(k, layer.k_norm.data(), k, n * count, hd, eps);
                 }
-                kernels::rope(q, tokens, q_heads, hd, hd, positions_.data(), inv_freq_.data(), layout_);
-                kernels::rope(k, tokens, all ? kv_heads : count, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+                kernels::rope(q, n, count * group, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+                kernels::rope(k, n, count, hd, hd, positions_.data(), inv_freq_.data(), layout_);
                 cache.store(static_cast<int64_t>(l), first, n, k_.data(), v_.data(), kv_head, count);
             };
             const kernels::RangeCallback prepare_heads = prepare;
