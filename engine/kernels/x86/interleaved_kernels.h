@@ -1,9 +1,8 @@
 #pragma once
 // Kernels for interleaved Q4_K and Q8_0 weights in groups of 8 rows (kernels/interleave.h): a
 // group's 8 rows in the 8 int32 lanes of a 256-bit vector, each 4 codes of a row multiplied by the
-// same 4 activations broadcast from memory. Q8_0 for two levels: AVX2 (kVnni false: maddubs, 16-bit
-// sums) and AVX-512 VNNI (kVnni true: vpdpbusd); Q4_K for AVX2, and the scale unpacking that the
-// AVX-512 VNNI kernel for groups of 16 (matmul_avx512bf16.cpp) shares. Internal linkage, as
+// same 4 activations broadcast from memory. Q8_0 and Q4_K for AVX2, and the Q4_K scale unpacking
+// that the AVX-512 VNNI kernel for groups of 16 (matmul_avx512bf16.cpp) shares. Internal linkage, as
 // k_quant_kernels.h (which this builds on); include after <immintrin.h> (or the tests' AVX-512
 // emulation header).
 
@@ -140,71 +139,43 @@ void interleaved_q4_k(int64_t cols, const std::byte* group, int groups, const vo
     });
 }
 
-// Q8_0, G consecutive row groups at once. VNNI: vpdpbusd's first operand is unsigned, and the
-// codes with their sign bit flipped are code + 128, so each block's sum comes out 128 times the
-// activations' sum (ActBlock32::qsum) too large: the sums start from -128 times it. AVX2: maddubs
-// of |code| and the activations carrying the code's sign (as dot_q8_0 does), each pair sum (up to
-// 2 * 128 * 127) widened by madd at once. With one group, even and odd steps accumulate separately
-// to cover the latency; two groups have chains enough. Two groups share each broadcast of the
-// activations, which with one group took as many loads as there were products. The work per
-// block and token besides the 8 products is 4 vector operations: a block is only 32 values.
-template <int T, int G, bool kVnni>
-void q8_0_interleaved_tokens(int64_t blocks, const uint8_t* p, const ActBlock32* const* act, float* y, int64_t ldy) {
+// Q8_0 in 256-bit vectors (AVX2), one group of 8 rows: maddubs of |code| and the activations
+// carrying the code's sign (as dot_q8_0 does), each pair sum (up to 2 * 128 * 127) widened by madd
+// at once; even and odd steps accumulate separately to cover the latency. The work per block and
+// token besides the 8 products is 4 vector operations: a block is only 32 values. (AVX-512 VNNI
+// has its own kernel, in 512-bit vectors: matmul_avx512bf16.cpp.)
+template <int T>
+void q8_0_interleaved_avx2(int64_t blocks, const uint8_t* p, const ActBlock32* const* act, float* y, int64_t ldy) {
     constexpr int kGroupBlock = kInterleavedRows * blocks::kQ8_0Bytes;
-    constexpr int S = G == 1 ? 2 : 1;  // accumulators per group and token
-    const int64_t group_stride = blocks * kGroupBlock;
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
-    __m256 acc[G][T];
-    for (auto& row : acc)
-        for (__m256& a : row) a = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
-        for (int g = 0; g < G; ++g) prefetch_group_block<kGroupBlock>(p + g * group_stride);
-        __m256i sums[G][T][S];
-        for (int g = 0; g < G; ++g)
-            for (int t = 0; t < T; ++t) {
-                sums[g][t][0] = kVnni ? _mm256_set1_epi32(-128 * act[t][b].qsum) : _mm256_setzero_si256();
-                if constexpr (S == 2) sums[g][t][1] = _mm256_setzero_si256();
-            }
+        prefetch_group_block<kGroupBlock>(p);
+        __m256i sums[T][2];
+        for (auto& chains : sums) chains[0] = chains[1] = _mm256_setzero_si256();
         for (int k = 0; k < 8; ++k) {
-            __m256i codes[G];
-            for (int g = 0; g < G; ++g) {
-                codes[g] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + g * group_stride + 16 + 32 * k));
-                if constexpr (kVnni) codes[g] = _mm256_xor_si256(codes[g], flip);
-            }
+            const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * k));
             for (int t = 0; t < T; ++t) {
                 const __m256i a = broadcast_4_bytes(act[t][b].q + 4 * k);
-                for (int g = 0; g < G; ++g) {
-                    __m256i& sum = sums[g][t][k % S];
-                    if constexpr (kVnni) sum = _mm256_dpbusd_epi32(sum, codes[g], a);
-                    else sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(codes[g]), _mm256_sign_epi8(a, codes[g])), ones));
-                }
+                sums[t][k % 2] = _mm256_add_epi32(sums[t][k % 2], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(codes), _mm256_sign_epi8(a, codes)), ones));
             }
         }
-        for (int g = 0; g < G; ++g) {
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + g * group_stride)));
-            for (int t = 0; t < T; ++t) {
-                const __m256i isum = S == 2 ? _mm256_add_epi32(sums[g][t][0], sums[g][t][S - 1]) : sums[g][t][0];
-                acc[g][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(isum), acc[g][t]);
-            }
-        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[t][b].d)), _mm256_cvtepi32_ps(_mm256_add_epi32(sums[t][0], sums[t][1])), acc[t]);
     }
-    for (int g = 0; g < G; ++g)
-        for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy + g * kInterleavedRows, acc[g][t]);
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// kPairs: the level has registers for two groups at once (AVX-512's 32 vector registers).
-template <bool kVnni, bool kPairs>
-void interleaved_q8_0(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
+// The AVX2 interleaved Q8_0 tile, one group at a time (16 vector registers).
+inline void interleaved_q8_0_avx2(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
     const auto* p = reinterpret_cast<const uint8_t*>(group);
     const auto* a = reinterpret_cast<const ActBlock32* const*>(acts);
     const int64_t blocks = cols / 32, group_stride = blocks * kInterleavedRows * blocks::kQ8_0Bytes;
     with_tokens(tokens, [&](auto count) {
-        constexpr int T = decltype(count)::value;
-        if (kPairs && groups == 2) {
-            q8_0_interleaved_tokens<T, 2, kVnni>(blocks, p, a, y, ldy);
-            return;
-        }
-        for (int g = 0; g < groups; ++g) q8_0_interleaved_tokens<T, 1, kVnni>(blocks, p + g * group_stride, a, y + g * kInterleavedRows, ldy);
+        for (int g = 0; g < groups; ++g)
+            q8_0_interleaved_avx2<decltype(count)::value>(blocks, p + g * group_stride, a, y + g * kInterleavedRows, ldy);
     });
 }
 

@@ -328,7 +328,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.dot_q4_k_tokens = dot_q4_k_tokens<false>;
     table.interleaved_q4_k = interleaved_q4_k<Q4KInterleavedAvx2, kInterleavedRows>;
     table.interleaved_q4_k_rows = kInterleavedRows;
-    table.interleaved_q8_0 = interleaved_q8_0<false, false>;  // 16 vector registers: one group at a time
+    table.interleaved_q8_0 = interleaved_q8_0_avx2;
     table.dot_q6_k = over_rows<dot_q6_k<false>>;
     table.pack_panel = pack_panel_avx2;
     table.gemm_tile = gemm_tile_avx2;
