@@ -235,8 +235,8 @@ private slots:
     }
 
     // Every way the bandwidth probe reads sums every value once, tails included (quarters, so that
-    // any order of the sum is exact); the plain way exists on every level, the page bursts and the
-    // interleaved kernels' way on x86.
+    // any order of the sum is exact); the plain way exists on every level, the page bursts, the
+    // interleaved kernels' way and the page touch on x86.
     void readSumsReadEveryValue() {
         std::vector<float> values(20000 + 64);
         for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 7) * 0.25f;
@@ -246,6 +246,7 @@ private slots:
             if (level.isa != Isa::Scalar && level.isa != Isa::Neon) {
                 QVERIFY2(table.read_sum[1], level.name.c_str());
                 QVERIFY2(table.read_sum[2], level.name.c_str());
+                QVERIFY2(table.read_sum[3], level.name.c_str());
             }
             for (int method = 0; method < kReadMethods; ++method) {
                 if (!table.read_sum[method]) continue;

@@ -68,8 +68,10 @@ constexpr int kGemmKc = 256;
 // 4 KB on most AMD CPUs), or not at all where they do not. The fastest sets the bound: on a 2-core
 // EPYC VM (Zen 3) the bursts read 5-10% faster and the bf16 GEMV outran the plain read; where they
 // cost (Intel), the plain read stays the faster. On a Zen 5 VM, decoding Llama-3.2-1B q4_k ran at
-// 101-108% of a bound read only the first two ways.
-constexpr int kReadMethods = 3;
+// 101-108% of a bound read only the first two ways. 3: as 0, and one line of each page 16 KB
+// ahead (touch_page_ahead, weight_prefetch.h), which no GEMV does yet: on another Zen 5 VM
+// (2026-12-07) it read 4-60% faster than the other three, 72-102 GB/s where they read 44-82.
+constexpr int kReadMethods = 4;
 
 // Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups (of the type's
 // interleaved_group_rows) from `group` times `tokens` (1 to kKQuantTileTokens) tokens' activations

@@ -291,6 +291,7 @@ float read_sum_avx2(const float* data, int64_t n) {
             prefetch_weights(data + i + 16);
         }
         if constexpr (kWay == 1) prefetch_page_ahead(data + i, 128);
+        if constexpr (kWay == 3) touch_page_ahead(data + i, 128);
         for (int j = 0; j < 4; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(data + i + 8 * j));
     }
     float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
@@ -335,6 +336,7 @@ void fill_matmul_avx2(MatmulTable& table) {
     table.read_sum[0] = read_sum_avx2<0>;
     table.read_sum[1] = read_sum_avx2<1>;
     table.read_sum[2] = read_sum_avx2<2>;
+    table.read_sum[3] = read_sum_avx2<3>;
     table.peak_flops_probe = peak_flops_probe_avx2;
 }
 

@@ -207,6 +207,7 @@ float read_sum_avx512(const float* data, int64_t n) {
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         if constexpr (kWay == 1) prefetch_page_ahead(data + i, 256);
+        if constexpr (kWay == 3) touch_page_ahead(data + i, 256);
         for (int j = 0; j < 4; ++j) {
             // As the GEMVs read weights (kReadMethods).
             if constexpr (kWay == 2) prefetch_group_block<64>(data + i + 16 * j);
@@ -243,6 +244,7 @@ void fill_matmul_avx512(MatmulTable& table) {
     table.read_sum[0] = read_sum_avx512<0>;
     table.read_sum[1] = read_sum_avx512<1>;
     table.read_sum[2] = read_sum_avx512<2>;
+    table.read_sum[3] = read_sum_avx512<3>;
     table.peak_flops_probe = peak_flops_probe_avx512;
 }
 

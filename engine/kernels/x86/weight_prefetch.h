@@ -62,6 +62,20 @@ inline void prefetch_page_ahead(const void* p, uintptr_t step) {
     for (uintptr_t line = 0; line < kPageBytes; line += 64) _mm_prefetch(page + line, _MM_HINT_T1);
 }
 
+// One line of the page kPageTouchBytes ahead, asked for when a step of `step` bytes begins in the
+// first `step` bytes of a page: the page's address translation then starts before the stream
+// reaches it. On a 2-core Zen 5 VM, random reads over 1 GB took 309 ns in huge pages and 319 ns in
+// 4 KB pages (so the host maps the guest's memory in small pages, and each 4 KB of a stream waits
+// for a walk through both page tables); 256 MB read by 2 threads with each line asked for 2 KB
+// ahead, in turn with and without this, medians of 96 rounds: +6-8% at 55 GB/s, +20% at 41 GB/s.
+// The bandwidth probe's fourth way (matmul_table.h).
+constexpr uintptr_t kPageTouchBytes = 16384;
+inline void touch_page_ahead(const void* p, uintptr_t step) {
+    const auto address = reinterpret_cast<uintptr_t>(p);
+    if ((address & (kPageBytes - 1)) >= step) return;
+    _mm_prefetch(reinterpret_cast<const char*>(address + kPageTouchBytes), _MM_HINT_T0);
+}
+
 // Asks for the kBytes of a group block (interleaved_kernels.h) group_bytes_ahead ahead, if at all:
 // a thread's groups are one contiguous stream. Also the bandwidth probe's third way of reading.
 template <int kBytes>
