@@ -69,7 +69,7 @@ constexpr int kGemmKc = 256;
 // EPYC VM (Zen 3) the bursts read 5-10% faster and the bf16 GEMV outran the plain read; where they
 // cost (Intel), the plain read stays the faster. On a Zen 5 VM, decoding Llama-3.2-1B q4_k ran at
 // 101-108% of a bound read only the first two ways. 3: as 0, and one line of each page 16 KB
-// ahead (touch_page_ahead, weight_prefetch.h), which no GEMV does yet: on another Zen 5 VM
+// ahead (touch_page_ahead, weight_prefetch.h), as the AVX-512 bf16 row dot asks: on a Zen 5 VM
 // (2026-12-07) it read 4-60% faster than the other three, 72-102 GB/s where they read 44-82.
 constexpr int kReadMethods = 4;
 

@@ -68,7 +68,8 @@ inline void prefetch_page_ahead(const void* p, uintptr_t step) {
 // 4 KB pages (so the host maps the guest's memory in small pages, and each 4 KB of a stream waits
 // for a walk through both page tables); 256 MB read by 2 threads with each line asked for 2 KB
 // ahead, in turn with and without this, medians of 96 rounds: +6-8% at 55 GB/s, +20% at 41 GB/s.
-// The bandwidth probe's fourth way (matmul_table.h).
+// The AVX-512 bf16 row dot asks so (matmul_avx512.cpp), and the bandwidth probe's fourth way
+// reads so (matmul_table.h).
 constexpr uintptr_t kPageTouchBytes = 16384;
 inline void touch_page_ahead(const void* p, uintptr_t step) {
     const auto address = reinterpret_cast<uintptr_t>(p);
