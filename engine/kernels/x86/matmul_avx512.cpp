@@ -122,7 +122,7 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
 void dot_bf16_rows_avx512(int64_t cols, const std::byte* weights, int64_t row_bytes, int64_t rows, const void* activations, float* y) {
     const auto* p = reinterpret_cast<U8>(weights);
     const auto* af = static_cast<const float*>(activations);
-    const int ahead = row_bytes <= kBf16ShortRowBytes ? bf16_row_streaming.short_rows_bytes_ahead : bf16_row_streaming.bytes_ahead;
+    const int ahead = bf16_row_streaming.bytes_ahead;
     int64_t r = 0;
     if (row_bytes <= bf16_row_streaming.paired_up_to || row_bytes >= bf16_row_streaming.paired_from)
         for (; r + 2 <= rows; r += 2) dot_bf16_even_odd_avx512<2>(cols, p + r * row_bytes, row_bytes, af, y + r, ahead);

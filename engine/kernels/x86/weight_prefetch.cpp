@@ -36,21 +36,22 @@ const BlockPrefetch block_prefetch =
 // 0.73-0.74 against 0.97-1.00 (four rows at a time 0.45-0.62 at every length). Llama-3.2-1B bf16
 // tg128 with --profile, two alternating pairs: the MLP (its down projection has 8192-value rows)
 // 1.98-2.05 against 2.14-2.23 ms a layer.
-// Zen 5 (family 26) asks 4 KB ahead in rows of at most 2 KB (1024 values: two rows ahead). On a
-// Zen 5 VM (2026-12-06, 34-63 GB/s), tokens of both distances taking turns in one process (tg128
-// with the probe's reads between them, each way's median token): Qwen3-0.6B bf16, whose q/k/v,
-// gate and up rows and LM head are 1024 values, +5.0%, +2.3%, +3.1%, +3.0% at 46-63 GB/s (4 KB
-// faster in all 12 runs of 128 tokens at 58-63 GB/s), -2.4% in one run at 34 GB/s, and +2.0% with
-// 4 KB in the short rows only; 128 MB of 1024-value rows in turn with the probe, medians of 60
-// rounds: 0.93-0.94 of the probe against 0.86-0.91. Llama-3.2-1B bf16 (rows of 4 KB and more)
-// with 4 KB in every row: +0.3%, +1.7%, +0.8%, -5.3%, so its rows keep 2 KB. Other AMD CPUs keep
-// 2 KB, as measured.
+// Zen 5 (family 26) asks 4 KB ahead. On a Zen 5 VM (2026-12-06, 34-63 GB/s), tokens of both
+// distances taking turns in one process (tg128 with the probe's reads between them, each way's
+// median token): Qwen3-0.6B bf16, whose q/k/v, gate and up rows and LM head are 1024 values,
+// +5.0%, +2.3%, +3.1%, +3.0% at 46-63 GB/s (4 KB faster in all 12 runs of 128 tokens at 58-63
+// GB/s), -2.4% in one run at 34 GB/s; 128 MB of 1024-value rows in turn with the probe, medians
+// of 60 rounds: 0.93-0.94 of the probe against 0.86-0.91. Llama-3.2-1B bf16 (rows of 4 KB and
+// more) with 4 KB in every row: +0.3%, +1.7%, +0.8%, -5.3%, so its rows kept 2 KB then. Once each
+// row stream also started its pages' translations early (touch_page_ahead, 2026-12-07, 70-85
+// GB/s), 4 KB in every row against 2 KB in rows over 2 KB: Llama-3.2-1B bf16 +11.3% and +6.4%,
+// Qwen3-0.6B bf16 +2.5% (8 KB: as 4 KB). Other AMD CPUs keep 2 KB, as measured.
 namespace {
 Bf16RowStreaming bf16_streaming_for_cpu() {
     const PlatformInfo& p = platform();
-    if (p.cpu_vendor == "GenuineIntel") return {kPrefetchBytes, kPrefetchBytes, 2048, std::numeric_limits<int64_t>::max()};
+    if (p.cpu_vendor == "GenuineIntel") return {kPrefetchBytes, 2048, std::numeric_limits<int64_t>::max()};
     const bool zen5 = p.cpu_vendor == "AuthenticAMD" && p.cpu_family == 26;
-    return {kPrefetchBytes, zen5 ? 4096 : kPrefetchBytes, 0, 16384};
+    return {zen5 ? 4096 : kPrefetchBytes, 0, 16384};
 }
 }  // namespace
 const Bf16RowStreaming bf16_row_streaming = bf16_streaming_for_cpu();

@@ -24,13 +24,10 @@ struct BlockPrefetch {
 extern const BlockPrefetch block_prefetch;
 
 // How the AVX-512 bf16 row dot (matmul_avx512.cpp) streams its rows on this CPU: each cache line
-// asked for `bytes_ahead` ahead (`short_rows_bytes_ahead` in rows of at most kBf16ShortRowBytes),
-// and rows of up to `paired_up_to` bytes or of at least `paired_from` two at a time (sharing each
-// activation load), the others one at a time.
-constexpr int64_t kBf16ShortRowBytes = 2048;  // 1024 values
+// asked for `bytes_ahead` ahead, and rows of up to `paired_up_to` bytes or of at least
+// `paired_from` two at a time (sharing each activation load), the others one at a time.
 struct Bf16RowStreaming {
     int bytes_ahead;
-    int short_rows_bytes_ahead;
     int64_t paired_up_to;
     int64_t paired_from;
 };
