@@ -395,18 +395,18 @@ int64_t read_streams(const WeightMatrix& w) {
     return dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
 }
 
-// Interleaved groups per tile call while decoding: two where the level's kernel takes two groups
-// at once (sharing each activation broadcast; two streams), on AMD for rows of 3 KB and more. On
-// a 2-core Zen 5 VM, 512 MB of interleaved Q8_0 in huge pages, 2 threads, medians of 12 rounds in
-// turn with the probe: 8192-value rows 0.98 of the probe two groups at a time against 0.72 one at
-// a time (one thread: 0.99 against 0.69), 4096 values 0.91 against 0.73; shorter rows stream
-// faster one group at a time (2048 values 0.89 against 0.83, 1024 values 0.97 against 0.79). On
-// another Zen 5 VM (2026-12-06), Qwen3-0.6B's decoding products cold in a harness (medians of 20
-// rounds in turn with the probe, three runs): its 3072-value down projection 0.79-0.82 of the
-// probe two groups at a time against 0.69-0.71, 1024-value q/k/v 0.67-0.73 against 0.82-0.83;
-// in tg128 of Qwen3-0.6B q8_0 (--profile, four alternating pairs) its MLP 0.224-0.239 ms a layer
-// against 0.241-0.251. Two groups from 2 KB instead (three pairs each of Qwen3-0.6B and
-// Llama-3.2-1B q8_0): no difference.
+// Interleaved groups per tile call while decoding: two where the level's kernel takes two groups at
+// once (sharing the activations' broadcasts or permutes; two streams), on AMD for rows of 3 KB and
+// more. On a 2-core Zen 5 VM, 512 MB of interleaved Q8_0 in huge pages, 2 threads, medians of 12
+// rounds in turn with the probe: 8192-value rows 0.98 of the probe two groups at a time against
+// 0.72 one at a time (one thread: 0.99 against 0.69), 4096 values 0.91 against 0.73; shorter rows
+// stream faster one group at a time (2048 values 0.89 against 0.83, 1024 values 0.97 against 0.79).
+// On another Zen 5 VM (2026-12-06), Qwen3-0.6B's decoding products cold in a harness (medians of 20
+// rounds in turn with the probe, three runs): its 3072-value down projection 0.79-0.82 of the probe
+// two groups at a time against 0.69-0.71, 1024-value q/k/v 0.67-0.73 against 0.82-0.83; in tg128 of
+// Qwen3-0.6B q8_0 (--profile, four alternating pairs) its MLP 0.224-0.239 ms a layer against
+// 0.241-0.251. Two groups from 2 KB instead (three pairs each of Qwen3-0.6B and Llama-3.2-1B q8_0):
+// no difference.
 int64_t interleaved_groups_per_call(const WeightMatrix& w) {
     return on_amd() && w.dtype == DType::Q8_0 && w.row_bytes >= 3072 ? 2 : 1;
 }
