@@ -485,6 +485,45 @@ private slots:
         if (levels_with_kernels == 0) QSKIP("no instruction-set level here has kernels for interleaved weights");
     }
 
+    // Each level's interleaved Q8_0 tile, called directly with two groups at once (as decoding on
+    // AMD calls it for rows of 3 KB and more) and with one, whatever CPU runs the test: every
+    // output within the int8-activation bound of the double-precision reference.
+    void interleavedQ8_0TileOfOneAndTwoGroups() {
+        constexpr int64_t kRows = 2 * kInterleavedRows, kCols = 129 * 32;
+        const TestMatrix m = make_matrix(DType::Q8_0, kRows, kCols, 17);
+        std::vector<std::byte> bytes(m.bytes.size());
+        ThreadPool setup(1);
+        const WeightMatrix w = interleave_rows(m.w, kInterleavedRows, bytes.data(), setup);
+        int levels = 0;
+        for (const KernelLevel& level : kernel_levels()) {
+            const InterleavedTile tile = level.matmul->interleaved_q8_0;
+            if (!tile) continue;
+            levels += 1;
+            for (int tokens = 1; tokens <= kKQuantTileTokens; ++tokens) {
+                const auto x = test::random_floats(static_cast<size_t>(tokens * kCols), static_cast<uint32_t>(tokens + 40));
+                std::vector<std::vector<ActBlock32>> blocks(static_cast<size_t>(tokens), std::vector<ActBlock32>(kCols / 32));
+                std::vector<const void*> acts;
+                for (int t = 0; t < tokens; ++t) {
+                    level.matmul->quantize_blocks32(x.data() + t * kCols, blocks[static_cast<size_t>(t)].data(), kCols);
+                    acts.push_back(blocks[static_cast<size_t>(t)].data());
+                }
+                std::vector<float> two(static_cast<size_t>(tokens * kRows)), one(two.size());
+                tile(kCols, w.data, 2, acts.data(), tokens, two.data(), kRows);
+                const int64_t group_bytes = kInterleavedRows * w.row_bytes;
+                for (int g = 0; g < 2; ++g) tile(kCols, w.data + g * group_bytes, 1, acts.data(), tokens, one.data() + g * kInterleavedRows, kRows);
+                for (int t = 0; t < tokens; ++t)
+                    for (int64_t r = 0; r < kRows; ++r) {
+                        const Expected e = expected(m, x.data(), t, r, 32);
+                        const size_t i = static_cast<size_t>(t * kRows + r);
+                        const QString where = QStringLiteral("%1, %2 tokens, token %3 row %4").arg(QString::fromStdString(level.name)).arg(tokens).arg(t).arg(r);
+                        QVERIFY2(std::fabs(two[i] - e.value) <= e.quant_bound, qPrintable(QStringLiteral("two groups %1: %2 vs %3").arg(where).arg(two[i]).arg(e.value)));
+                        QVERIFY2(std::fabs(one[i] - e.value) <= e.quant_bound, qPrintable(QStringLiteral("one group %1: %2 vs %3").arg(where).arg(one[i]).arg(e.value)));
+                    }
+            }
+        }
+        if (levels == 0) QSKIP("no instruction-set level here has an interleaved Q8_0 kernel");
+    }
+
     void activationQuantisationIsIdenticalOnEveryLevel() {
         const auto x = test::random_floats(1024, 99);
         std::vector<ActBlock32> reference32(32), blocks32(32);
