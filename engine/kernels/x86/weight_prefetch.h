@@ -52,9 +52,11 @@ inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const cha
 // lifted bf16 GEMV from about 80% of the read bandwidth to all of it, and the others a little.
 constexpr uintptr_t kPageBytes = 4096;
 constexpr uintptr_t kPagesAhead = 2;
+// Whether a stream's step of `step` bytes from `address` is its first in a page.
+inline bool starts_page(uintptr_t address, uintptr_t step) { return (address & (kPageBytes - 1)) < step; }
 inline void prefetch_page_ahead(const void* p, uintptr_t step) {
     const auto address = reinterpret_cast<uintptr_t>(p);
-    if ((address & (kPageBytes - 1)) >= step) return;
+    if (!starts_page(address, step)) return;
     const char* page = reinterpret_cast<const char*>((address & ~(kPageBytes - 1)) + kPagesAhead * kPageBytes);
     for (uintptr_t line = 0; line < kPageBytes; line += 64) _mm_prefetch(page + line, _MM_HINT_T1);
 }
@@ -70,7 +72,7 @@ inline void prefetch_page_ahead(const void* p, uintptr_t step) {
 constexpr uintptr_t kPageTouchBytes = 16384;
 inline void touch_page_ahead(const void* p, uintptr_t step) {
     const auto address = reinterpret_cast<uintptr_t>(p);
-    if ((address & (kPageBytes - 1)) >= step) return;
+    if (!starts_page(address, step)) return;
     _mm_prefetch(reinterpret_cast<const char*>(address + kPageTouchBytes), _MM_HINT_T0);
 }
 
