@@ -5,6 +5,7 @@
 // <immintrin.h> (or the tests' AVX-512 emulation header).
 
 #include "kernels/ops_table.h"
+#include "kernels/x86/prefetch.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +38,7 @@ struct KvStream {
                                                                      : nullptr;
             if (!at) return;
             const auto first = reinterpret_cast<uintptr_t>(at), end = first + static_cast<uintptr_t>(row_bytes);
-            for (uintptr_t line = first & ~uintptr_t{63}; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+            for (uintptr_t line = first & ~uintptr_t{63}; line < end; line += 64) prefetch_line(reinterpret_cast<const char*>(line));
         }
     }
 };

@@ -96,7 +96,7 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
         const __m512 a_even = _mm512_loadu_ps(af + i), a_odd = _mm512_loadu_ps(af + i + 16);
         for (int r = 0; r < R; ++r) {
             const uint8_t* row = p + r * row_bytes + 2 * i;
-            _mm_prefetch(reinterpret_cast<const char*>(row) + ahead, _MM_HINT_T0);
+            prefetch_line(row + ahead);
             touch_page_ahead(row, 64);
             const __m512i bits = _mm512_loadu_si512(row);
             even[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)), a_even, even[r]);

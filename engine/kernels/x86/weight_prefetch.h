@@ -2,7 +2,9 @@
 // Software prefetch for GEMV, which streams each thread's rows of weights from memory once.
 // Shared by the x86 kernel files; every function has internal linkage, so each instruction-set
 // level keeps its own copy (see matmul_avx512.cpp on shared inline functions). Include it after
-// <immintrin.h> (or the tests' AVX-512 emulation header, which defines _mm_prefetch itself).
+// <immintrin.h> (or the tests' AVX-512 emulation header), as prefetch.h.
+
+#include "kernels/x86/prefetch.h"
 
 #include <cstdint>
 
@@ -42,7 +44,7 @@ namespace {
 // Asking for the weights this far ahead of a row dot keeps more cache-line reads in flight than
 // the out-of-order window alone; past the end of a row it fetches the next row, which comes next.
 constexpr int kPrefetchBytes = 2048;
-inline void prefetch_weights(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
+inline void prefetch_weights(const void* p) { prefetch_line(static_cast<const char*>(p) + kPrefetchBytes); }
 
 // The hardware prefetchers follow a stream only within one 4 KB page, so at every page boundary
 // the stream starts again from demand misses. When a row dot's step of `step` bytes begins in the
@@ -58,7 +60,7 @@ inline void prefetch_page_ahead(const void* p, uintptr_t step) {
     const auto address = reinterpret_cast<uintptr_t>(p);
     if (!starts_page(address, step)) return;
     const char* page = reinterpret_cast<const char*>((address & ~(kPageBytes - 1)) + kPagesAhead * kPageBytes);
-    for (uintptr_t line = 0; line < kPageBytes; line += 64) _mm_prefetch(page + line, _MM_HINT_T1);
+    for (uintptr_t line = 0; line < kPageBytes; line += 64) prefetch_line_l2(page + line);
 }
 
 // One line of the page kPageTouchBytes ahead, asked for when a step of `step` bytes begins in the
@@ -73,7 +75,7 @@ constexpr uintptr_t kPageTouchBytes = 16384;
 inline void touch_page_ahead(const void* p, uintptr_t step) {
     const auto address = reinterpret_cast<uintptr_t>(p);
     if (!starts_page(address, step)) return;
-    _mm_prefetch(reinterpret_cast<const char*>(address + kPageTouchBytes), _MM_HINT_T0);
+    prefetch_line(reinterpret_cast<const char*>(address + kPageTouchBytes));
 }
 
 // Asks for the kBytes of a group block (interleaved_kernels.h) group_bytes_ahead ahead, if at all:
@@ -82,10 +84,10 @@ template <int kBytes>
 inline void prefetch_group_block(const void* p) {
     if (group_bytes_ahead == 0) return;
     const char* ahead = static_cast<const char*>(p) + group_bytes_ahead;
-    for (int line = 0; line < kBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    for (int line = 0; line < kBytes; line += 64) prefetch_line(ahead + line);
 }
 
-inline void prefetch_blocks(const void* p) { _mm_prefetch(static_cast<const char*>(p) + block_prefetch.bytes_ahead, _MM_HINT_T0); }
+inline void prefetch_blocks(const void* p) { prefetch_line(static_cast<const char*>(p) + block_prefetch.bytes_ahead); }
 inline void prefetch_blocks_page_ahead(const void* p, uintptr_t step) {
     if (block_prefetch.page_bursts) prefetch_page_ahead(p, step);
 }
