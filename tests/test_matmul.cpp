@@ -485,8 +485,8 @@ private slots:
         if (levels_with_kernels == 0) QSKIP("no instruction-set level here has kernels for interleaved weights");
     }
 
-    // Each level's interleaved Q8_0 tile, called directly with two groups at once (as decoding on
-    // AMD calls it for rows of 3 KB and more) and with one, whatever CPU runs the test: every
+    // Each level's interleaved Q8_0 tile, called directly with two groups at once (as prefill
+    // calls it) and with one (as decoding does), whatever CPU runs the test: every
     // output within the int8-activation bound of the double-precision reference.
     void interleavedQ8_0TileOfOneAndTwoGroups() {
         constexpr int64_t kRows = 2 * kInterleavedRows, kCols = 129 * 32;

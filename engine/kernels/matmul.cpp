@@ -374,7 +374,7 @@ void for_each_step_in_streams(int64_t begin, int64_t end, int64_t step, int64_t 
         }
 }
 
-// The GEMV driver's streaming choices measured on AMD (read_streams, interleaved_groups_per_call).
+// The GEMV driver's streaming choice measured on AMD (read_streams).
 bool on_amd() {
     static const bool amd = platform().cpu_vendor == "AuthenticAMD";
     return amd;
@@ -393,22 +393,6 @@ int64_t read_streams(const WeightMatrix& w) {
     if (w.dtype == DType::Q4_K && w.interleaved() && on_amd()) return 1;
     const bool interleaved_q8_0 = w.dtype == DType::Q8_0 && w.interleaved();
     return dtype_traits(w.dtype).quantized && !interleaved_q8_0 ? 2 : 1;
-}
-
-// Interleaved groups per tile call while decoding: two where the level's kernel takes two groups at
-// once (sharing the activations' broadcasts or permutes; two streams), on AMD for rows of 3 KB and
-// more. On a 2-core Zen 5 VM, 512 MB of interleaved Q8_0 in huge pages, 2 threads, medians of 12
-// rounds in turn with the probe: 8192-value rows 0.98 of the probe two groups at a time against
-// 0.72 one at a time (one thread: 0.99 against 0.69), 4096 values 0.91 against 0.73; shorter rows
-// stream faster one group at a time (2048 values 0.89 against 0.83, 1024 values 0.97 against 0.79).
-// On another Zen 5 VM (2026-12-06), Qwen3-0.6B's decoding products cold in a harness (medians of 20
-// rounds in turn with the probe, three runs): its 3072-value down projection 0.79-0.82 of the probe
-// two groups at a time against 0.69-0.71, 1024-value q/k/v 0.67-0.73 against 0.82-0.83; in tg128 of
-// Qwen3-0.6B q8_0 (--profile, four alternating pairs) its MLP 0.224-0.239 ms a layer against
-// 0.241-0.251. Two groups from 2 KB instead (three pairs each of Qwen3-0.6B and Llama-3.2-1B q8_0):
-// no difference.
-int64_t interleaved_groups_per_call(const WeightMatrix& w) {
-    return on_amd() && w.dtype == DType::Q8_0 && w.row_bytes >= 3072 ? 2 : 1;
 }
 
 }  // namespace
@@ -488,15 +472,16 @@ void gemv_many_with(const MatmulTable& table, std::span<const MatmulTarget> targ
             // any plain rows after them through the paths below.
             const int64_t streams = read_streams(w);
             const int64_t group_end = std::max(begin, std::min(end, interleaved_rows(w)));
-            const int64_t groups = interleaved_groups_per_call(w);
+            // One group per call: two at once (two streams, sharing the activations' permutes)
+            // decoded Qwen3-0.6B and Llama-3.2-1B q8_0 7% slower on a 2-core Zen 5 VM, once the
+            // group kernels started their pages' translations ahead (weight_prefetch.h).
             const int64_t group_rows = w.interleaved() ? w.group_rows : kInterleavedRows;  // any step for no groups
-            for_each_step_in_streams(begin, group_end, groups * group_rows, streams, [&](int64_t r, int64_t rows) {
+            for_each_step_in_streams(begin, group_end, group_rows, streams, [&](int64_t r, int64_t) {
                 for (int64_t t = 0; t < tokens; t += kKQuantTileTokens) {
                     const int n = static_cast<int>(std::min<int64_t>(kKQuantTileTokens, tokens - t));
                     const void* rows_of[kKQuantTileTokens];
                     for (int i = 0; i < n; ++i) rows_of[i] = act.row(part.format, t + i);
-                    part.tile(cols, w.data + r * w.row_bytes, static_cast<int>(rows / group_rows), rows_of, n, part.y + t * w.rows + r,
-                              w.rows);
+                    part.tile(cols, w.data + r * w.row_bytes, 1, rows_of, n, part.y + t * w.rows + r, w.rows);
                 }
             });
             begin = group_end;

@@ -84,8 +84,8 @@ float dot_f16_avx512(int64_t n, const std::byte* w, const void* a) {
 // without the page bursts: one row with them read 17-19 GB/s on the Xeon, without 20-22. Each
 // row's stream starts its next pages' address translations early (touch_page_ahead): on a 2-core
 // Zen 5 VM, tg128 with tokens of both ways taking turns in one process (median tokens, 3 runs of
-// 128), Qwen3-0.6B bf16 33.7% and 40.8% faster, Llama-3.2-1B bf16 27.6% and 32.7%. (The
-// interleaved Q4_K and Q8_0 kernels gained nothing from it there: -0.7% to +0.8%.)
+// 128), Qwen3-0.6B bf16 33.7% and 40.8% faster, Llama-3.2-1B bf16 27.6% and 32.7%. The
+// interleaved kernels start theirs too (prefetch_group_block).
 template <int R>
 void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, const float* af, float* y, int ahead) {
     const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));

@@ -150,7 +150,7 @@ struct Q4KInterleavedAvx512 {
 };
 
 // Interleaved Q8_0 (interleave.h) in 512-bit vectors, G consecutive row groups at once (two
-// share each permute: interleaved_groups_per_call, matmul.cpp). Each 64-byte load holds two
+// share each permute: prefill calls for two, gemm_interleaved in matmul.cpp). Each 64-byte load holds two
 // 4-value steps of a group's 8 rows (step 2j in the low 8 lanes, 2j + 1 in the high 8), and one
 // permute places the matching activations for all G groups, so a block takes 4 loads, permutes
 // and vpdpbusd per group where 256-bit vectors took 8 of each and 8 broadcasts (tg128 of
@@ -198,8 +198,8 @@ void q8_0_interleaved_avx512(int64_t blocks, const uint8_t* p, const ActBlock32*
         for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ldy + g * kInterleavedRows, acc[g][t]);
 }
 
-// The level's interleaved Q8_0 tile: two groups at once where the driver asks
-// (interleaved_groups_per_call), else one at a time.
+// The level's interleaved Q8_0 tile: two groups at once where the caller asks (prefill), else one
+// at a time.
 void interleaved_q8_0_avx512(int64_t cols, const std::byte* group, int groups, const void* const* acts, int tokens, float* y, int64_t ldy) {
     const auto* p = reinterpret_cast<const uint8_t*>(group);
     const auto* a = reinterpret_cast<const ActBlock32* const*>(acts);

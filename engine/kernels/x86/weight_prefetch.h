@@ -35,8 +35,8 @@ struct Bf16RowStreaming {
 };
 extern const Bf16RowStreaming bf16_row_streaming;
 
-// How far ahead the interleaved Q4_K and Q8_0 kernels (interleaved_kernels.h) ask for their group
-// blocks; 0: not at all, each thread's stream left to the hardware prefetchers.
+// How far ahead the interleaved Q4_K and Q8_0 kernels (interleaved_kernels.h) ask for the lines of
+// their group blocks; 0: not at all, each thread's stream left to the hardware prefetchers.
 extern const int group_bytes_ahead;
 
 namespace {
@@ -78,10 +78,14 @@ inline void touch_page_ahead(const void* p, uintptr_t step) {
     prefetch_line(reinterpret_cast<const char*>(address + kPageTouchBytes));
 }
 
-// Asks for the kBytes of a group block (interleaved_kernels.h) group_bytes_ahead ahead, if at all:
-// a thread's groups are one contiguous stream. Also the bandwidth probe's third way of reading.
+// Starts the address translation of the page kPageTouchBytes ahead when a group block of kBytes
+// (interleaved_kernels.h) begins a page, and asks for the block's lines group_bytes_ahead ahead, if
+// at all: a thread's groups are one contiguous stream. On a 2-core Zen 5 VM the page touch made
+// the streams of the interleaved Q8_0 kernel 1.3-1.5x faster (weight_prefetch.cpp). Also the
+// bandwidth probe's third way of reading.
 template <int kBytes>
 inline void prefetch_group_block(const void* p) {
+    touch_page_ahead(p, kBytes);
     if (group_bytes_ahead == 0) return;
     const char* ahead = static_cast<const char*>(p) + group_bytes_ahead;
     for (int line = 0; line < kBytes; line += 64) prefetch_line(ahead + line);
