@@ -78,17 +78,21 @@ inline void touch_page_ahead(const void* p, uintptr_t step) {
     prefetch_line(reinterpret_cast<const char*>(address + kPageTouchBytes));
 }
 
+// The line at p of a thread's group stream asked for group_bytes_ahead ahead, if at all.
+inline void prefetch_group_line(const void* p) {
+    if (group_bytes_ahead != 0) prefetch_line(static_cast<const char*>(p) + group_bytes_ahead);
+}
+
 // Starts the address translation of the page kPageTouchBytes ahead when a group block of kBytes
-// (interleaved_kernels.h) begins a page, and asks for the block's lines group_bytes_ahead ahead, if
-// at all: a thread's groups are one contiguous stream. On a 2-core Zen 5 VM the page touch made
-// the streams of the interleaved Q8_0 kernel 1.3-1.5x faster (weight_prefetch.cpp). Also the
-// bandwidth probe's third way of reading.
+// (interleaved_kernels.h) begins a page, and asks for all the block's lines group_bytes_ahead ahead,
+// if at all: a thread's groups are one contiguous stream. (Kernels with long blocks ask for each
+// line as they reach it: the AVX-512 Q4_K kernel, matmul_avx512bf16.cpp.) On a 2-core Zen 5 VM
+// the page touch made the streams of the interleaved Q8_0 kernel 1.3-1.5x faster
+// (weight_prefetch.cpp). Also the bandwidth probe's third way of reading.
 template <int kBytes>
 inline void prefetch_group_block(const void* p) {
     touch_page_ahead(p, kBytes);
-    if (group_bytes_ahead == 0) return;
-    const char* ahead = static_cast<const char*>(p) + group_bytes_ahead;
-    for (int line = 0; line < kBytes; line += 64) prefetch_line(ahead + line);
+    for (int line = 0; line < kBytes; line += 64) prefetch_group_line(static_cast<const char*>(p) + line);
 }
 
 inline void prefetch_blocks(const void* p) { prefetch_line(static_cast<const char*>(p) + block_prefetch.bytes_ahead); }
