@@ -116,7 +116,7 @@ void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, co
 // the Xeon VM (2 threads, 1 GB, rounds alternating): 1024-value rows 35 GB/s two at a time, 34-35
 // one at a time; 2048-value rows 30 two at a time, 32-33 one at a time; 3072 and 8192 alike.
 // tg128 in alternating runs, two rows only up to 2 KB against always: Qwen3-0.6B bf16 1.04,
-// Llama-3.2-1B bf16 1.04; one row always: Qwen3-0.6B 0.97. AMD (Zen 5): rows from 16 KB
+// Llama-3.2-1B bf16 1.04; one row always: Qwen3-0.6B 0.97. AMD: rows from 16 KB, except on Zen 5
 // (weight_prefetch.cpp). Both ways give each row the same operations.
 void dot_bf16_rows_avx512(int64_t cols, const std::byte* weights, int64_t row_bytes, int64_t rows, const void* activations, float* y) {
     const auto* p = reinterpret_cast<U8>(weights);

@@ -26,9 +26,9 @@ const BlockPrefetch block_prefetch =
 // 15.0-15.1 tokens/s against 12.9-13.4 (three pairs), Qwen3-0.6B bf16 28.7-29.3 against 23.2-25.6
 // (two pairs); 768 MB of 2048-value rows read in turn with the probe, medians of 12 rounds, six
 // runs: 2 KB at 0.86-1.08 of the probe, 8 KB at 0.80-1.00, lower in each run. So 2 KB ahead.
-// Long rows go in pairs on AMD: a row's f32 activations (4 bytes a value, 32 KB for 8192 values)
-// then no longer stay in the 48 KB L1 beside the weights streaming through it, and a pair reads
-// them once for two rows. A Zen 5 VM (2026-12-05), 512 MB of rows in huge pages, 2 threads, in
+// Long rows go in pairs on AMD other than Zen 5 (below): a row's f32 activations (4 bytes a
+// value, 32 KB for 8192 values) then no longer stay in the 48 KB L1 beside the weights streaming
+// through it, and a pair reads them once for two rows. A Zen 5 VM (2026-12-05), 512 MB of rows in huge pages, 2 threads, in
 // turn with the probe, medians of 12 rounds, two runs each: 8192 values a row 0.88-0.90 of the
 // probe in pairs against 0.75 one at a time (0.94-1.03 one at a time against the same row's first
 // 2048 activations over and over, timing only), 14336 values 0.90-0.95 against 0.75-0.76, 6144
@@ -46,12 +46,18 @@ const BlockPrefetch block_prefetch =
 // row stream also started its pages' translations early (touch_page_ahead, 2026-12-07, 70-85
 // GB/s), 4 KB in every row against 2 KB in rows over 2 KB: Llama-3.2-1B bf16 +11.3% and +6.4%,
 // Qwen3-0.6B bf16 +2.5% (8 KB: as 4 KB). Other AMD CPUs keep 2 KB, as measured.
+// Zen 5 now asks 8 KB ahead and takes every row alone: later that day on the same VM (65-83
+// GB/s), tokens taking turns as above (3 runs of 64), Llama-3.2-1B bf16 one row at a time 3.6%
+// and 5.1% faster than its 16 KB down-projection rows in pairs (that product had read at 51
+// GB/s, its gate and up at 73); then 8 KB against 4 KB, Qwen3-0.6B bf16 +6.0% and +4.0%,
+// Llama-3.2-1B +1.8%; 16 KB, as far as the page touch, 13-14% slower than 8 KB.
 namespace {
 Bf16RowStreaming bf16_streaming_for_cpu() {
+    constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
     const PlatformInfo& p = platform();
-    if (p.cpu_vendor == "GenuineIntel") return {kPrefetchBytes, 2048, std::numeric_limits<int64_t>::max()};
+    if (p.cpu_vendor == "GenuineIntel") return {kPrefetchBytes, 2048, kNever};
     const bool zen5 = p.cpu_vendor == "AuthenticAMD" && p.cpu_family == 26;
-    return {zen5 ? 4096 : kPrefetchBytes, 0, 16384};
+    return zen5 ? Bf16RowStreaming{8192, 0, kNever} : Bf16RowStreaming{kPrefetchBytes, 0, 16384};
 }
 }  // namespace
 const Bf16RowStreaming bf16_row_streaming = bf16_streaming_for_cpu();
