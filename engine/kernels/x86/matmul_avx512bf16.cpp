@@ -159,13 +159,13 @@ struct Q4KInterleavedAvx512 {
     }
 };
 
-// Interleaved Q8_0 (interleave.h) in 512-bit vectors, G consecutive row groups at once (two
-// share each permute: prefill calls for two, gemm_interleaved in matmul.cpp). Each 64-byte load holds two
+// Interleaved Q8_0 (interleave.h) in 512-bit vectors, G consecutive row groups at once (two share
+// each permute: prefill calls for two, gemm_interleaved in matmul.cpp). Each 64-byte load holds two
 // 4-value steps of a group's 8 rows (step 2j in the low 8 lanes, 2j + 1 in the high 8), and one
-// permute places the matching activations for all G groups, so a block takes 4 loads, permutes
-// and vpdpbusd per group where 256-bit vectors took 8 of each and 8 broadcasts (tg128 of
-// Qwen3-0.6B q8_0 on a 2-core Zen 5 VM, tokens of both kernels taking turns in one process: 9-23%
-// faster). The halves are added at the block's end: the same integer sums as the AVX2 kernel's
+// permute places the matching activations for all G groups, so a block takes 4 loads, permutes and
+// vpdpbusd per group where 256-bit vectors took 8 of each and 8 broadcasts (tg128 of Qwen3-0.6B
+// q8_0 on a 2-core Zen 5 VM, tokens of both kernels taking turns in one process: 9-23% faster). The
+// halves are added at the block's end: the same integer sums as the AVX2 kernel's
 // (interleaved_kernels.h), so the same results.
 template <int T, int G>
 void q8_0_interleaved_avx512(int64_t blocks, const uint8_t* p, const ActBlock32* const* act, float* y, int64_t ldy) {

@@ -26,9 +26,9 @@ const BlockPrefetch block_prefetch =
 // 15.0-15.1 tokens/s against 12.9-13.4 (three pairs), Qwen3-0.6B bf16 28.7-29.3 against 23.2-25.6
 // (two pairs); 768 MB of 2048-value rows read in turn with the probe, medians of 12 rounds, six
 // runs: 2 KB at 0.86-1.08 of the probe, 8 KB at 0.80-1.00, lower in each run. So 2 KB ahead.
-// Long rows go in pairs on AMD other than Zen 5 (below): a row's f32 activations (4 bytes a
-// value, 32 KB for 8192 values) then no longer stay in the 48 KB L1 beside the weights streaming
-// through it, and a pair reads them once for two rows. A Zen 5 VM (2026-12-05), 512 MB of rows in huge pages, 2 threads, in
+// Long rows go in pairs on AMD: a row's f32 activations (4 bytes a value, 32 KB for 8192 values)
+// then no longer stay in the 48 KB L1 beside the weights streaming through it, and a pair reads
+// them once for two rows. A Zen 5 VM (2026-12-05), 512 MB of rows in huge pages, 2 threads, in
 // turn with the probe, medians of 12 rounds, two runs each: 8192 values a row 0.88-0.90 of the
 // probe in pairs against 0.75 one at a time (0.94-1.03 one at a time against the same row's first
 // 2048 activations over and over, timing only), 14336 values 0.90-0.95 against 0.75-0.76, 6144
