@@ -595,6 +595,12 @@ private slots:
                     for (int64_t i = 0; i < half; ++i) inv_freq[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / rotary_dim));
                     std::vector<float> got = x;
                     kernels::rope(got.data(), tokens, heads, head_dim, rotary_dim, positions, inv_freq.data(), layout, factor);
+                    // From the angles of all the tokens computed at once (a model's step): the same arithmetic.
+                    std::vector<float> cos(static_cast<size_t>(tokens * half)), sin(cos.size());
+                    kernels::rope_angles(positions, tokens, inv_freq.data(), rotary_dim, cos.data(), sin.data(), factor);
+                    std::vector<float> from_angles = x;
+                    kernels::rope(from_angles.data(), tokens, heads, head_dim, rotary_dim, cos.data(), sin.data(), layout);
+                    QVERIFY(from_angles == got);
                     std::vector<float> want = x;
                     std::vector<double> atol(x.size(), 0.0);
                     for (int64_t t = 0; t < tokens; ++t)

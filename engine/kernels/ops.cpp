@@ -76,14 +76,21 @@ void layer_norm(const float* x, const float* weight, const float* bias, float* y
 }
 void softmax(float* x, int64_t rows, int64_t n) { active().softmax(x, rows, n); }
 
-void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim, const int64_t* positions,
-          const float* inv_freq, RopeLayout layout, float attention_factor) {
+namespace {
+
+void check_rotary_dim(int64_t rotary_dim, int64_t head_dim) {
     if (rotary_dim < 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim)
         throw Error("rope", "rotary_dim " + std::to_string(rotary_dim) + " must be even and at most head_dim " +
                                 std::to_string(head_dim));
+}
+
+}  // namespace
+
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim, const int64_t* positions,
+          const float* inv_freq, RopeLayout layout, float attention_factor) {
+    check_rotary_dim(rotary_dim, head_dim);
     const int64_t half = rotary_dim / 2;
     if (half == 0) return;
-    const OpsTable& table = active();
     // cos/sin once per token, shared by all its heads.
     constexpr int64_t kStack = 256;
     float stack_cos[kStack], stack_sin[kStack];
@@ -96,9 +103,25 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rot
         sin = heap.data() + half;
     }
     for (int64_t t = 0; t < tokens; ++t) {
-        rope_angles(positions[t], inv_freq, half, attention_factor, cos, sin);
-        table.rope_rotate(x + t * heads * head_dim, heads, head_dim, rotary_dim, cos, sin, layout);
+        rope_angles(positions + t, 1, inv_freq, rotary_dim, cos, sin, attention_factor);
+        rope(x + t * heads * head_dim, 1, heads, head_dim, rotary_dim, cos, sin, layout);
     }
+}
+
+void rope_angles(const int64_t* positions, int64_t tokens, const float* inv_freq, int64_t rotary_dim, float* cos, float* sin,
+                 float attention_factor) {
+    const int64_t half = rotary_dim / 2;
+    for (int64_t t = 0; t < tokens; ++t) rope_angles(positions[t], inv_freq, half, attention_factor, cos + t * half, sin + t * half);
+}
+
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float* cos, const float* sin,
+          RopeLayout layout) {
+    check_rotary_dim(rotary_dim, head_dim);
+    const int64_t half = rotary_dim / 2;
+    if (half == 0) return;
+    const OpsTable& table = active();
+    for (int64_t t = 0; t < tokens; ++t)
+        table.rope_rotate(x + t * heads * head_dim, heads, head_dim, rotary_dim, cos + t * half, sin + t * half, layout);
 }
 
 void silu(const float* x, float* y, int64_t n) { active().silu(x, y, n); }

@@ -47,6 +47,13 @@ enum class RopeLayout {
 void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim, const int64_t* positions,
           const float* inv_freq, RopeLayout layout, float attention_factor = 1.0f);
 
+// rope()'s angles computed once for calls that share them (q and k of every layer of a step):
+// cos and sin [tokens][rotary_dim / 2], then the rotation by them, the same arithmetic as rope().
+void rope_angles(const int64_t* positions, int64_t tokens, const float* inv_freq, int64_t rotary_dim, float* cos, float* sin,
+                 float attention_factor = 1.0f);
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float* cos, const float* sin,
+          RopeLayout layout);
+
 // ---- activations and element-wise ops (y may equal x) -------------------------------------------
 
 void silu(const float* x, float* y, int64_t n);       // x / (1 + exp(-x))

@@ -166,6 +166,10 @@ private:
         grow(residual_, n * hidden);
         positions_.resize(static_cast<size_t>(n));
         for (int64_t t = 0; t < n; ++t) positions_[static_cast<size_t>(t)] = first + t;
+        // RoPE's cos and sin once for the step, for q and k of every layer.
+        grow(rope_cos_, n * hd / 2);
+        grow(rope_sin_, n * hd / 2);
+        kernels::rope_angles(positions_.data(), n, inv_freq_.data(), hd, rope_cos_.data(), rope_sin_.data());
 
         {
             profiler::Scope scope("embedding");
@@ -196,8 +200,8 @@ private:
                     kernels::rms_norm(q, layer.q_norm.data(), q, n * count * group, hd, eps);
                     kernels::rms_norm(k, layer.k_norm.data(), k, n * count, hd, eps);
                 }
-                kernels::rope(q, n, count * group, hd, hd, positions_.data(), inv_freq_.data(), layout_);
-                kernels::rope(k, n, count, hd, hd, positions_.data(), inv_freq_.data(), layout_);
+                kernels::rope(q, n, count * group, hd, hd, rope_cos_.data(), rope_sin_.data(), layout_);
+                kernels::rope(k, n, count, hd, hd, rope_cos_.data(), rope_sin_.data(), layout_);
                 cache.store(static_cast<int64_t>(l), first, n, k_.data(), v_.data(), kv_head, count);
             };
             const kernels::RangeCallback prepare_heads = prepare;
@@ -236,7 +240,7 @@ private:
     std::vector<float> final_norm_;
     std::vector<Layer> layers_;
     // Scratch, grown to the largest chunk seen.
-    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_;
+    std::vector<float> x_, normed_, q_, k_, v_, attn_, residual_, rope_cos_, rope_sin_;
     FeedForwardScratch feed_forward_;
     SparseMoe moe_;
     std::vector<int64_t> positions_;
