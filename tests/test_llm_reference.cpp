@@ -33,6 +33,7 @@
 
 #include <oxinfer/error.h>
 #include <oxinfer/llm.h>
+#include <oxinfer/profiler.h>
 #include <oxinfer/npy.h>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -243,6 +245,35 @@ private slots:
         const double error = max_abs_diff(cached.data(), recomputed.data(), cached.size());
         qInfo("cached vs recomputed max |diff| %.3g", error);
         QVERIFY(error <= 1e-4);
+    }
+
+    // Where the store copies the weights (repacked), a decoded token's layers run as one job split
+    // over the threads (ParallelDecode, models/llama_family.cpp): --profile shows that job
+    // ("layers") and none of the per-product sections; with the weights used in place, the
+    // sections. The two agree within float summation order, and the job gives the same bits each
+    // time (the threads' partial sums are added in thread order, not as they finish).
+    void decoding_splits_the_layers_over_the_threads() {
+        const Golden golden = load_golden("qwen3", "f32");
+        std::vector<std::vector<float>> decoded;
+        for (const bool repack : {true, true, false}) {
+            oxinfer::LoadOptions options;
+            options.threads = 2;
+            options.repack_weights = repack;
+            auto model = oxinfer::Model::load((kDir / "qwen3" / "hf").string(), options);
+            oxinfer::Session session(*model);
+            session.evaluate(golden.prompt);
+            oxinfer::profiler::reset();
+            oxinfer::profiler::set_enabled(true);
+            decoded.push_back(session.evaluate(std::vector<int32_t>{golden.greedy[0]}));
+            oxinfer::profiler::set_enabled(false);
+            const std::string report = oxinfer::profiler::report();
+            QVERIFY2((report.find("layers") != std::string::npos) == repack, report.c_str());
+            QVERIFY2((report.find("qkv") != std::string::npos) == !repack, report.c_str());
+        }
+        QVERIFY(std::memcmp(decoded[0].data(), decoded[1].data(), decoded[0].size() * sizeof(float)) == 0);
+        const double error = max_abs_diff(decoded[0].data(), decoded[2].data(), decoded[0].size());
+        qInfo("split layers vs per-product sections: max |diff| %.3g", error);
+        QVERIFY(error <= 1e-5);
     }
 
     void quant_at_load_matches_quantized_reference() {

@@ -485,6 +485,53 @@ private slots:
         if (levels_with_kernels == 0) QSKIP("no instruction-set level here has kernels for interleaved weights");
     }
 
+    // copy_columns keeps each row's blocks of the columns, in either layout: every row of a part
+    // read back plain is that row's bytes of those blocks, and the parts' products with their
+    // columns of x add up to the whole matrix's (within float summation order).
+    void columnRangesAreMatricesOfTheirOwn() {
+        for (DType type : {DType::F32, DType::BF16, DType::Q8_0, DType::Q4_K}) {
+            const DTypeTraits& traits = dtype_traits(type);
+            const int64_t block = traits.block_elements;
+            for (int64_t group_rows : {int64_t{0}, kInterleavedRows, 2 * kInterleavedRows}) {
+                if (group_rows > 0 && !has_interleaved_layout(type)) continue;
+                if (group_rows == 2 * kInterleavedRows && type != DType::Q4_K) continue;
+                const int64_t rows = 37, cols = 4 * block;  // two whole groups of 16 and plain rows after
+                const TestMatrix m = make_matrix(type, rows, cols, static_cast<uint32_t>(group_rows + 11));
+                std::vector<std::byte> layout(m.bytes.size());
+                ThreadPool pool(1);
+                const WeightMatrix w = group_rows ? interleave_rows(m.w, group_rows, layout.data(), pool) : m.w;
+                const std::vector<int64_t> bounds{0, block, 4 * block};
+                // The products where the active level reads this layout.
+                const MatmulTable& active = matmul_table(active_isa());
+                const bool multiply = !group_rows || (interleaved_tile(active, type) && interleaved_group_rows(active, type) == group_rows);
+                const auto x = test::random_floats(static_cast<size_t>(cols), 5);
+                std::vector<float> whole(static_cast<size_t>(rows)), sum(static_cast<size_t>(rows), 0.0f), part_out(sum.size());
+                if (multiply) gemv(w, x.data(), 1, whole.data(), pool);
+                for (size_t p = 0; p + 1 < bounds.size(); ++p) {
+                    const int64_t begin = bounds[p], end = bounds[p + 1];
+                    std::vector<std::byte> bytes(static_cast<size_t>(rows * (end - begin) / block * traits.block_bytes));
+                    const WeightMatrix part = copy_columns(w, begin, end, bytes.data());
+                    QCOMPARE(part.cols, end - begin);
+                    QCOMPARE(part.group_rows, w.group_rows);
+                    std::vector<std::byte> row(static_cast<size_t>(part.row_bytes));
+                    for (int64_t r = 0; r < rows; ++r) {
+                        copy_plain_row(part, r, row.data());
+                        QVERIFY2(std::memcmp(row.data(), m.bytes.data() + r * m.w.row_bytes + begin / block * traits.block_bytes, row.size()) == 0,
+                                 qPrintable(QStringLiteral("%1 in groups of %2, columns %3-%4, row %5").arg(dtype_name(type).data()).arg(group_rows).arg(begin).arg(end).arg(r)));
+                    }
+                    if (!multiply) continue;
+                    gemv(part, x.data() + begin, 1, part_out.data(), pool);
+                    for (size_t r = 0; r < sum.size(); ++r) sum[r] += part_out[r];
+                }
+                for (size_t r = 0; r < sum.size(); ++r)
+                    QVERIFY2(std::fabs(sum[r] - whole[r]) <= 1e-4f * (1 + std::fabs(whole[r])),
+                             qPrintable(QStringLiteral("%1 in groups of %2, row %3: %4 vs %5").arg(dtype_name(type).data()).arg(group_rows).arg(r).arg(sum[r]).arg(whole[r])));
+                std::vector<std::byte> unused(m.bytes.size());
+                OXINFER_EXPECT_ERROR(copy_columns(w, 1, block, unused.data()), "whole blocks");
+            }
+        }
+    }
+
     // Each level's interleaved Q8_0 tile, called directly with two groups at once (as prefill
     // calls it) and with one (as decoding does), whatever CPU runs the test: every
     // output within the int8-activation bound of the double-precision reference.
@@ -674,6 +721,32 @@ private slots:
             next = end;
         }
         QCOMPARE(next, int64_t{32});
+    }
+
+    // barrier() holds every thread of a job until all have reached it: each round, every thread
+    // writes its round, passes the barrier, then reads every thread's round; a second
+    // barrier keeps the next round's writes out until all have read. With a worker spinning
+    // 2 us, the waits also cross into sleep (a thread asleep and never woken would hang the job).
+    void threadPoolBarrierHoldsEveryThread() {
+        for (int threads : {1, 2, 3}) {
+            for (const auto spin : {ThreadPool::kIdleSpin, std::chrono::microseconds(2)}) {
+                ThreadPool pool(threads, spin);
+                std::vector<std::atomic<int>> written(static_cast<size_t>(threads));
+                std::atomic<int> mismatches{0};
+                pool.run([&](int index, int count) {
+                    std::mt19937 random(static_cast<uint32_t>(index));
+                    for (int round = 0; round < 2000; ++round) {
+                        if (random() % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(random() % 50));
+                        written[static_cast<size_t>(index)].store(round, std::memory_order_relaxed);
+                        pool.barrier();
+                        for (int other = 0; other < count; ++other)
+                            if (written[static_cast<size_t>(other)].load(std::memory_order_relaxed) != round) ++mismatches;
+                        pool.barrier();
+                    }
+                });
+                QCOMPARE(mismatches.load(), 0);
+            }
+        }
     }
 
     // Jobs published as workers give up spinning and go to sleep: every job runs on every thread

@@ -65,6 +65,26 @@ WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byt
     return interleaved;
 }
 
+WeightMatrix copy_columns(const WeightMatrix& w, int64_t begin, int64_t end, std::byte* out) {
+    const int64_t block_values = dtype_traits(w.dtype).block_elements, bytes = dtype_traits(w.dtype).block_bytes;
+    if (begin < 0 || end > w.cols || begin >= end || begin % block_values || end % block_values)
+        throw Error("matmul", "columns [" + std::to_string(begin) + ", " + std::to_string(end) + ") are not whole blocks of a " +
+                                  std::to_string(w.cols) + "-column " + std::string(dtype_name(w.dtype)) + " matrix");
+    WeightMatrix part = w;
+    part.cols = end - begin;
+    part.row_bytes = part.cols / block_values * bytes;
+    part.data = out;
+    // A group's rows hold each block side by side, so its columns are one range of its bytes, as
+    // a plain row's are.
+    const int64_t grouped = w.interleaved() ? w.rows / w.group_rows * w.group_rows : 0;
+    for (int64_t r = 0; r < grouped; r += w.group_rows)
+        std::memcpy(out + r * part.row_bytes, w.data + r * w.row_bytes + begin / block_values * w.group_rows * bytes,
+                    static_cast<size_t>(w.group_rows * part.row_bytes));
+    for (int64_t r = grouped; r < w.rows; ++r)
+        std::memcpy(out + r * part.row_bytes, w.data + r * w.row_bytes + begin / block_values * bytes, static_cast<size_t>(part.row_bytes));
+    return part;
+}
+
 void copy_plain_row(const WeightMatrix& w, int64_t row, std::byte* out) {
     const std::byte* src = w.data + row * w.row_bytes;
     const int64_t group_rows = w.group_rows;

@@ -45,6 +45,11 @@ bool has_interleaved_layout(DType type);
 // matrix over out. The level that will read it says how many: interleaved_group_rows (matmul_table.h).
 WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byte* out, ThreadPool& pool);
 
+// Columns [begin, end) of w (whole blocks of its type) written to out ((end - begin) / block
+// values * block bytes per row, w.rows rows) as a matrix of the same layout, returned: a group of
+// interleaved rows keeps its group blocks of those columns, a plain row its blocks.
+WeightMatrix copy_columns(const WeightMatrix& w, int64_t begin, int64_t end, std::byte* out);
+
 // Row `row` of w in the plain layout (w.row_bytes bytes into out), whichever layout w has.
 void copy_plain_row(const WeightMatrix& w, int64_t row, std::byte* out);
 

@@ -135,6 +135,20 @@ void ThreadPool::dispatch(Trampoline trampoline, void* context) {
     for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = wait_for_change(pending_, left, kIdleSpin);
 }
 
+void ThreadPool::barrier() {
+    if (size_ == 1) return;
+    // Read before arriving: the phase cannot move on until this thread has arrived.
+    const uint32_t phase = barrier_phase_.load(std::memory_order_acquire);
+    if (barrier_arrived_.fetch_add(1, std::memory_order_acq_rel) == size_ - 1) {
+        barrier_arrived_.store(0, std::memory_order_relaxed);  // before the phase's release: the next arrivals see it
+        barrier_phase_.store(phase + 1, std::memory_order_release);
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // as in dispatch(): a thread going to sleep is seen or sees the phase
+        if (barrier_sleepers_.load(std::memory_order_relaxed) != 0) barrier_phase_.notify_all();
+        return;
+    }
+    wait_for_change(barrier_phase_, phase, kIdleSpin, &barrier_sleepers_);
+}
+
 void ThreadPool::worker_loop(int index) {
     uint64_t seen = 0;
     for (;;) {

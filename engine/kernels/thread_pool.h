@@ -4,7 +4,9 @@
 // microseconds. The calling thread takes part as thread 0.
 //
 // Threading contract: one thread at a time calls run()/parallel_for() on a pool (the engine
-// thread that owns it); jobs must not call back into the same pool.
+// thread that owns it); jobs must not call back into the same pool, but for barrier(). A pool of
+// one thread runs every job inline and keeps no state between calls: any threads may use it at
+// once (each thread of a job that splits a token's layers runs its own products on one).
 
 #include <algorithm>
 #include <atomic>
@@ -42,6 +44,11 @@ public:
         auto* context = &job;
         dispatch([](void* self, int index, int count) { (*static_cast<decltype(context)>(self))(index, count); }, context);
     }
+
+    // Inside a run() job: returns once every thread of the job has called it as many times, for a
+    // job whose steps read each other's results (a decoded token's layers: ParallelDecode in
+    // models/llama_family.cpp). Waits as the workers wait for a job: spinning, then asleep.
+    void barrier();
 
     // Calls body(begin, end) on contiguous, non-empty ranges that together cover [0, n) once,
     // spread over the threads. Ranges begin at multiples of `granule` (e.g. a SIMD width or a
@@ -93,6 +100,10 @@ private:
     alignas(64) std::atomic<int> pending_{0};
     std::atomic<bool> stopping_{false};
     alignas(64) std::atomic<int> sleepers_{0};  // workers asleep, or about to sleep, in wait_for_change
+    // barrier(): the threads arrived at the current one, and how many have been passed.
+    alignas(64) std::atomic<int> barrier_arrived_{0};
+    alignas(64) std::atomic<uint32_t> barrier_phase_{0};
+    std::atomic<int> barrier_sleepers_{0};
 };
 
 }  // namespace oxinfer

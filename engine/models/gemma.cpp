@@ -630,7 +630,7 @@ private:
             kernels::rms_norm(x_.data(), layer.pre_ffw_norm.data(), normed_.data(), n, hidden, eps);
             {
                 profiler::Scope scope("mlp");
-                gated_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
+                gated_feed_forward(layer.gate.weight, layer.up.weight, {&layer.down.weight, 1}, normed_.data(), n, residual_.data(),
                                    feed_forward_, pool_, GateActivation::GeluTanh);
             }
             if (layer.moe) add_experts(layer, n);

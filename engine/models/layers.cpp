@@ -2,6 +2,8 @@
 
 #include "kernels/ops.h"
 
+#include <algorithm>
+
 namespace oxinfer::models {
 
 void grow(std::vector<float>& buffer, int64_t n) {
@@ -34,7 +36,30 @@ int64_t final_norm_and_head(const float* x, int64_t n, int64_t hidden, const std
     return logit_rows;
 }
 
-void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
+void matmul_column_parts(std::span<const kernels::WeightMatrix> parts, const float* x, int64_t n, float* y, std::vector<float>& scratch,
+                         ThreadPool& pool, bool force_gemm) {
+    const auto product = force_gemm ? kernels::gemm : kernels::matmul;
+    if (parts.size() == 1) {
+        product(parts[0], x, n, y, pool);
+        return;
+    }
+    const int64_t rows = parts[0].rows;
+    int64_t cols = 0;
+    for (const kernels::WeightMatrix& part : parts) cols += part.cols;
+    grow(scratch, n * (cols + rows));
+    float* columns = scratch.data();
+    float* sum = columns + n * cols;
+    int64_t first = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+        const int64_t width = parts[p].cols;
+        for (int64_t t = 0; t < n; ++t) std::copy(x + t * cols + first, x + t * cols + first + width, columns + t * width);
+        product(parts[p], columns, n, p == 0 ? y : sum, pool);
+        if (p > 0) kernels::add(y, sum, y, n * rows);
+        first += width;
+    }
+}
+
+void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, std::span<const kernels::WeightMatrix> down,
                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool, GateActivation activation,
                         bool force_gemm) {
     const int64_t inter = gate.rows;
@@ -54,7 +79,7 @@ void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::Weight
             for (int64_t t = 0; t < n; ++t) gated(g + t * inter + begin, u + t * inter + begin, g + t * inter + begin, end - begin);
         }, pool);
     }
-    (force_gemm ? kernels::gemm : kernels::matmul)(down, scratch.gate.data(), n, out, pool);
+    matmul_column_parts(down, scratch.gate.data(), n, out, scratch.down, pool, force_gemm);
 }
 
 }  // namespace oxinfer::models

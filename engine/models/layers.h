@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -30,8 +31,15 @@ int64_t final_norm_and_head(const float* x, int64_t n, int64_t hidden, const std
                             const kernels::WeightMatrix& head, bool all_positions, float* logits, float* hidden_out,
                             std::vector<float>& scratch, ThreadPool& pool);
 
+// y[n][rows] = x[n][cols] · Wᵀ for W held as matrices of consecutive column ranges (WeightStore::
+// split_columns; one matrix: W itself): the product of each with its columns of x, added in their
+// order. `scratch` holds those columns and the products after the first. force_gemm: as in
+// gated_feed_forward.
+void matmul_column_parts(std::span<const kernels::WeightMatrix> parts, const float* x, int64_t n, float* y, std::vector<float>& scratch,
+                         ThreadPool& pool, bool force_gemm = false);
+
 struct FeedForwardScratch {
-    std::vector<float> gate, up;
+    std::vector<float> gate, up, down;
 };
 
 enum class GateActivation {
@@ -39,9 +47,9 @@ enum class GateActivation {
     GeluTanh,  // GeGLU with gelu_pytorch_tanh (Gemma)
 };
 
-// out = down(act(gate(x)) · up(x)) for n rows. `force_gemm`: take the GEMM path even for a few
+// out = down(act(gate(x)) · up(x)) for n rows, down as column parts (matmul_column_parts). `force_gemm`: take the GEMM path even for a few
 // rows (an expert's share of a prefill), so that a prefill's arithmetic does not depend on routing.
-void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, const kernels::WeightMatrix& down,
+void gated_feed_forward(const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up, std::span<const kernels::WeightMatrix> down,
                         const float* x, int64_t n, float* out, FeedForwardScratch& scratch, ThreadPool& pool,
                         GateActivation activation = GateActivation::Silu, bool force_gemm = false);
 

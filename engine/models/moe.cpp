@@ -86,7 +86,7 @@ void SparseMoe::forward(const MoeWeights& moe, const float* x, int64_t n, int64_
     }
     // The shared expert first: its output is the base the routed ones add to.
     if (moe.shared) {
-        gated_feed_forward(moe.shared->gate, moe.shared->up, moe.shared->down, x, n, out, feed_forward_, pool);
+        gated_feed_forward(moe.shared->gate, moe.shared->up, {&moe.shared->down, 1}, x, n, out, feed_forward_, pool);
         grow(shared_gate_, n);
         kernels::matmul(moe.shared_gate, x, n, shared_gate_.data(), pool);
         for (int64_t t = 0; t < n; ++t) {
@@ -106,7 +106,7 @@ void SparseMoe::forward(const MoeWeights& moe, const float* x, int64_t n, int64_
             std::copy_n(x + tokens[static_cast<size_t>(i)].first * hidden, hidden, expert_in_.data() + i * hidden);
         const Expert& expert = moe.experts[static_cast<size_t>(e)];
         // An expert's share of a prefill may be a few tokens: GEMM anyway (see gated_feed_forward).
-        gated_feed_forward(expert.gate, expert.up, expert.down, expert_in_.data(), m, expert_out_.data(), feed_forward_, pool,
+        gated_feed_forward(expert.gate, expert.up, {&expert.down, 1}, expert_in_.data(), m, expert_out_.data(), feed_forward_, pool,
                            moe.activation, n > kernels::kGemvMaxTokens);
         for (int64_t i = 0; i < m; ++i) {
             float* row = out + tokens[static_cast<size_t>(i)].first * hidden;

@@ -501,7 +501,7 @@ private:
             moe_.forward(*layer.moe, normed_.data(), n, hidden, residual_.data(), pool_);
         } else {
             profiler::Scope scope("mlp");
-            gated_feed_forward(layer.gate.weight, layer.up.weight, layer.down.weight, normed_.data(), n, residual_.data(),
+            gated_feed_forward(layer.gate.weight, layer.up.weight, {&layer.down.weight, 1}, normed_.data(), n, residual_.data(),
                                feed_forward_, pool_);
         }
         kernels::add(x_.data(), residual_.data(), x_.data(), n * hidden);

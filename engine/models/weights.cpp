@@ -10,6 +10,7 @@
 #include <oxinfer/tensor_names.h>
 
 #include <algorithm>
+#include <memory>
 
 namespace oxinfer::models {
 namespace {
@@ -135,6 +136,52 @@ kernels::WeightMatrix WeightStore::repacked(const kernels::WeightMatrix& w) {
     kernels::WeightMatrix copy = w;
     copy.data = out;
     return copy;
+}
+
+bool WeightStore::copies_matrix(const TensorInfo& tensor) const {
+    return settings_.repack || (settings_.convert_weights && *settings_.convert_weights != tensor.dtype);
+}
+
+DType WeightStore::stored_type(const TensorInfo& tensor) const { return settings_.convert_weights.value_or(tensor.dtype); }
+
+int64_t WeightStore::stored_group_rows(const TensorInfo& tensor) const {
+    const DType type = stored_type(tensor);
+    return settings_.repack && interleaves(type) ? kernels::interleaved_group_rows(kernels::matmul_table(active_isa()), type) : 0;
+}
+
+std::vector<kernels::WeightMatrix> WeightStore::matrix_columns(const TensorInfo& tensor, int64_t rows, int64_t cols,
+                                                               const std::vector<int64_t>& bounds) {
+    if (tensor.shape != std::vector<int64_t>{rows, cols})
+        throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
+                                                     ", the config says " + shape_text({rows, cols}));
+    if (!copies_matrix(tensor)) throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' is used in place, not split by columns");
+    if (bounds.size() < 2 || bounds.front() != 0 || bounds.back() != cols)
+        throw Error(checkpoint_.path().string(), "column ranges of '" + tensor.name + "' must cover it from 0 to " + std::to_string(cols));
+    const kernels::WeightMatrix whole = kernels::weight_matrix(tensor);
+    const int64_t block = dtype_traits(whole.dtype).block_elements;
+    for (size_t i = 0; i + 1 < bounds.size(); ++i)
+        if (bounds[i] >= bounds[i + 1] || bounds[i] % block != 0)
+            throw Error(checkpoint_.path().string(), "column ranges of '" + tensor.name + "' must be non-empty and whole " +
+                                                         std::string(dtype_name(whole.dtype)) + " blocks");
+    std::vector<kernels::WeightMatrix> parts;
+    for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+        // The range's plain rows, which adopt() then copies as it copies a whole matrix; gathered
+        // by the threads in turn, rows apart, into memory not first zeroed.
+        const int64_t row_bytes = static_cast<int64_t>(*dtype_bytes(whole.dtype, static_cast<uint64_t>(bounds[i + 1] - bounds[i])));
+        const std::unique_ptr<std::byte[]> plain(new std::byte[static_cast<size_t>(rows * row_bytes)]);
+        pool_.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
+            kernels::WeightMatrix some = whole;
+            some.rows = end - begin;
+            some.data = whole.data + begin * whole.row_bytes;
+            kernels::copy_columns(some, bounds[i], bounds[i + 1], plain.get() + begin * row_bytes);
+        });
+        kernels::WeightMatrix part = whole;
+        part.cols = bounds[i + 1] - bounds[i];
+        part.row_bytes = row_bytes;
+        part.data = plain.get();
+        parts.push_back(adopt(part, tensor.name));
+    }
+    return parts;
 }
 
 Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols, bool with_bias) {

@@ -64,6 +64,17 @@ public:
     // A 1-D tensor of `size` values as float32 (norm weights, biases).
     std::vector<float> vector(const std::string& hf_name, int64_t size) const;
 
+    // A 2-D tensor as the matrices of its column ranges [bounds[i], bounds[i + 1]) (bounds from 0
+    // to cols, whole blocks of stored_type), each with every row, copied into the store as matrix()
+    // copies (converted, repacked): for a store that copies_matrices() only.
+    std::vector<kernels::WeightMatrix> matrix_columns(const TensorInfo& tensor, int64_t rows, int64_t cols, const std::vector<int64_t>& bounds);
+    // How matrix() will hold a tensor: whether it copies it into owned memory (converted or
+    // repacked) rather than using it in place; its type then; and the rows of its interleaved
+    // groups (0: plain rows).
+    bool copies_matrix(const TensorInfo& tensor) const;
+    DType stored_type(const TensorInfo& tensor) const;
+    int64_t stored_group_rows(const TensorInfo& tensor) const;
+
     uint64_t mapped_bytes() const { return mapped_bytes_; }  // matrices used in place
     uint64_t owned_bytes() const { return owned_bytes_; }    // matrices converted or repacked at load
     // The type most matrices have ("q4_k"; GGUF Q4_K_M files mix in a few q6_k).
