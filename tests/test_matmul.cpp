@@ -495,7 +495,7 @@ private slots:
             for (int64_t group_rows : {int64_t{0}, kInterleavedRows, 2 * kInterleavedRows}) {
                 if (group_rows > 0 && !has_interleaved_layout(type)) continue;
                 if (group_rows == 2 * kInterleavedRows && type != DType::Q4_K) continue;
-                const int64_t rows = 37, cols = 4 * block;  // two whole groups of 16 and plain rows after
+                const int64_t rows = 37, cols = 4 * block;  // whole groups of 8 or 16, then plain rows
                 const TestMatrix m = make_matrix(type, rows, cols, static_cast<uint32_t>(group_rows + 11));
                 std::vector<std::byte> layout(m.bytes.size());
                 ThreadPool pool(1);

@@ -32,7 +32,7 @@ int64_t final_norm_and_head(const float* x, int64_t n, int64_t hidden, const std
                             std::vector<float>& scratch, ThreadPool& pool);
 
 // y[n][rows] = x[n][cols] · Wᵀ for W held as matrices of consecutive column ranges (WeightStore::
-// split_columns; one matrix: W itself): the product of each with its columns of x, added in their
+// matrix_columns; one matrix: W itself): the product of each with its columns of x, added in their
 // order. `scratch` holds those columns and the products after the first. force_gemm: as in
 // gated_feed_forward.
 void matmul_column_parts(std::span<const kernels::WeightMatrix> parts, const float* x, int64_t n, float* y, std::vector<float>& scratch,

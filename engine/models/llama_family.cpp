@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <optional>
 
 namespace oxinfer::models {
@@ -320,74 +322,103 @@ private:
 
     // The layers of one decoded token, x_ in and out (ParallelDecode).
     void decode_layers_in_parallel(KvCache& cache, int64_t first) {
+        const int threads = parallel_.threads;
+        // Each thread's hidden state, normed input, two partial outputs, gate and up values.
+        int64_t widest = 0;  // the largest share of the intermediate values
+        for (size_t t = 0; t + 1 < parallel_.intermediate.size(); ++t)
+            widest = std::max(widest, parallel_.intermediate[t + 1] - parallel_.intermediate[t]);
+        const int64_t stride = 4 * config_.hidden_size + 2 * widest;
+        grow(parallel_scratch_, threads * stride);
+        // A thread whose step throws passes the barriers it has left, so that the others finish
+        // the job, and the first error is thrown again on the caller (out of a worker it would end
+        // the process).
+        const int64_t barriers = 2 * static_cast<int64_t>(layers_.size());
+        std::exception_ptr failure;
+        std::mutex failure_mutex;
+        pool_.run([&](int t, int) {
+            int64_t passed = 0;
+            const auto barrier = [&] {
+                pool_.barrier();
+                ++passed;
+            };
+            try {
+                decode_layers_on_thread(t, cache, first, stride, barrier);
+            } catch (...) {
+                {
+                    const std::lock_guard lock(failure_mutex);
+                    if (!failure) failure = std::current_exception();
+                }
+                while (passed < barriers) barrier();
+            }
+        });
+        if (failure) std::rethrow_exception(failure);
+    }
+
+    // Thread t's part of decode_layers_in_parallel, calling `barrier` twice a layer.
+    template <class Barrier>
+    void decode_layers_on_thread(int t, KvCache& cache, int64_t first, int64_t stride, const Barrier& barrier) {
         const TransformerConfig& c = config_;
         const int64_t hidden = c.hidden_size, hd = c.head_dim, group = c.num_attention_heads / c.num_key_value_heads;
         const float eps = static_cast<float>(c.rms_norm_eps);
         const int threads = parallel_.threads;
         const int64_t kv_share = parallel_.kv_heads_per_thread;
-        // Each thread's hidden state, normed input, two partial outputs, gate and up values.
-        const int64_t widest = *std::max_element(parallel_.intermediate.begin(), parallel_.intermediate.end());
-        const int64_t stride = 4 * hidden + 2 * widest;
-        grow(parallel_scratch_, threads * stride);
         float* scratch = parallel_scratch_.data();
-        const auto partial_of = [&](int t, int which) { return scratch + t * stride + (2 + which) * hidden; };
-        pool_.run([&](int t, int) {
-            float* x = scratch + t * stride;
-            float* normed = x + hidden;
-            float* gate = x + 4 * hidden;
-            float* up = gate + widest;
-            std::copy(x_.data(), x_.data() + hidden, x);
-            const int64_t kv_head = kv_share * t;
-            const int64_t q_rows = kv_head * group * hd, kv_rows = kv_head * hd;
-            const int64_t i0 = parallel_.intermediate[static_cast<size_t>(t)], i1 = parallel_.intermediate[static_cast<size_t>(t) + 1];
-            kernels::AttentionParams params;
-            params.heads = kv_share * group;
-            params.kv_heads = kv_share;
-            params.head_dim = hd;
-            params.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-            // Every thread's partial outputs in thread order, so that all copies of x agree.
-            const auto add_partials = [&](int which, const std::vector<float>& bias) {
-                for (int u = 0; u < threads; ++u) kernels::add(x, partial_of(u, which), x, hidden);
-                if (!bias.empty()) kernels::add(x, bias.data(), x, hidden);
-            };
-            for (size_t l = 0; l < layers_.size(); ++l) {
-                const Layer& layer = layers_[l];
-                kernels::rms_norm(x, layer.attn_norm.data(), normed, 1, hidden, eps);
-                const WeightMatrix q = row_range(layer.q.weight, q_rows, q_rows + kv_share * group * hd);
-                const WeightMatrix k = row_range(layer.k.weight, kv_rows, kv_rows + kv_share * hd);
-                const WeightMatrix v = row_range(layer.v.weight, kv_rows, kv_rows + kv_share * hd);
-                const kernels::MatmulTarget qkv[] = {{&q, q_.data() + q_rows}, {&k, k_.data() + kv_rows}, {&v, v_.data() + kv_rows}};
-                kernels::matmul_many(qkv, normed, 1, one_thread_);
-                if (attention_bias_) {
-                    kernels::add(q_.data() + q_rows, layer.q.bias.data() + q_rows, q_.data() + q_rows, q.rows);
-                    kernels::add(k_.data() + kv_rows, layer.k.bias.data() + kv_rows, k_.data() + kv_rows, k.rows);
-                    kernels::add(v_.data() + kv_rows, layer.v.bias.data() + kv_rows, v_.data() + kv_rows, v.rows);
-                }
-                const auto prepare = [&](int64_t begin, int64_t end) { prepare_heads(l, cache, first, 1, kv_head + begin, kv_head + end); };
-                const kernels::RangeCallback prepare_own_heads = prepare;
-                kernels::KvCacheView keys = cache.keys(static_cast<int64_t>(l)), values = cache.values(static_cast<int64_t>(l));
-                keys.data += kv_head * keys.head_stride;
-                values.data += kv_head * values.head_stride;
-                float* attended = attn_.data() + q_rows;
-                kernels::attention(params, q_.data() + q_rows, 1, positions_.data(), keys, values, 0, first + 1, attended, one_thread_,
-                                   &prepare_own_heads);
-                kernels::matmul(layer.o[static_cast<size_t>(t)], attended, 1, partial_of(t, 0), one_thread_);
-                pool_.barrier();
-                add_partials(0, layer.o_bias);
-                kernels::rms_norm(x, layer.ffn_norm.data(), normed, 1, hidden, eps);
-                const WeightMatrix gate_rows = row_range(layer.gate.weight, i0, i1), up_rows = row_range(layer.up.weight, i0, i1);
-                const kernels::MatmulTarget gate_up[] = {{&gate_rows, gate}, {&up_rows, up}};
-                kernels::matmul_many(gate_up, normed, 1, one_thread_);
-                kernels::swiglu(gate, up, gate, i1 - i0);
-                kernels::matmul(layer.down[static_cast<size_t>(t)], gate, 1, partial_of(t, 1), one_thread_);
-                // Past here every thread has read this layer's o_proj partials, which the next
-                // layer overwrites; the down_proj partials, read next, are overwritten only after
-                // the next layer's first barrier.
-                pool_.barrier();
-                add_partials(1, {});
+        const auto partial_of = [&](int u, int which) { return scratch + u * stride + (2 + which) * hidden; };
+        float* x = scratch + t * stride;
+        float* normed = x + hidden;
+        float* gate = x + 4 * hidden;
+        float* up = gate + (stride - 4 * hidden) / 2;
+        std::copy(x_.data(), x_.data() + hidden, x);
+        const int64_t kv_head = kv_share * t;
+        const int64_t q_rows = kv_head * group * hd, kv_rows = kv_head * hd;
+        const int64_t i0 = parallel_.intermediate[static_cast<size_t>(t)], i1 = parallel_.intermediate[static_cast<size_t>(t) + 1];
+        kernels::AttentionParams params;
+        params.heads = kv_share * group;
+        params.kv_heads = kv_share;
+        params.head_dim = hd;
+        params.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        // Every thread's partial outputs in thread order, so that all copies of x agree.
+        const auto add_partials = [&](int which, const std::vector<float>& bias) {
+            for (int u = 0; u < threads; ++u) kernels::add(x, partial_of(u, which), x, hidden);
+            if (!bias.empty()) kernels::add(x, bias.data(), x, hidden);
+        };
+        for (size_t l = 0; l < layers_.size(); ++l) {
+            const Layer& layer = layers_[l];
+            kernels::rms_norm(x, layer.attn_norm.data(), normed, 1, hidden, eps);
+            const WeightMatrix q = row_range(layer.q.weight, q_rows, q_rows + kv_share * group * hd);
+            const WeightMatrix k = row_range(layer.k.weight, kv_rows, kv_rows + kv_share * hd);
+            const WeightMatrix v = row_range(layer.v.weight, kv_rows, kv_rows + kv_share * hd);
+            const kernels::MatmulTarget qkv[] = {{&q, q_.data() + q_rows}, {&k, k_.data() + kv_rows}, {&v, v_.data() + kv_rows}};
+            kernels::matmul_many(qkv, normed, 1, one_thread_);
+            if (attention_bias_) {
+                kernels::add(q_.data() + q_rows, layer.q.bias.data() + q_rows, q_.data() + q_rows, q.rows);
+                kernels::add(k_.data() + kv_rows, layer.k.bias.data() + kv_rows, k_.data() + kv_rows, k.rows);
+                kernels::add(v_.data() + kv_rows, layer.v.bias.data() + kv_rows, v_.data() + kv_rows, v.rows);
             }
-            if (t == 0) std::copy(x, x + hidden, x_.data());
-        });
+            const auto prepare = [&](int64_t begin, int64_t end) { prepare_heads(l, cache, first, 1, kv_head + begin, kv_head + end); };
+            const kernels::RangeCallback prepare_own_heads = prepare;
+            kernels::KvCacheView keys = cache.keys(static_cast<int64_t>(l)), values = cache.values(static_cast<int64_t>(l));
+            keys.data += kv_head * keys.head_stride;
+            values.data += kv_head * values.head_stride;
+            float* attended = attn_.data() + q_rows;
+            kernels::attention(params, q_.data() + q_rows, 1, positions_.data(), keys, values, 0, first + 1, attended, one_thread_,
+                               &prepare_own_heads);
+            kernels::matmul(layer.o[static_cast<size_t>(t)], attended, 1, partial_of(t, 0), one_thread_);
+            barrier();
+            add_partials(0, layer.o_bias);
+            kernels::rms_norm(x, layer.ffn_norm.data(), normed, 1, hidden, eps);
+            const WeightMatrix gate_rows = row_range(layer.gate.weight, i0, i1), up_rows = row_range(layer.up.weight, i0, i1);
+            const kernels::MatmulTarget gate_up[] = {{&gate_rows, gate}, {&up_rows, up}};
+            kernels::matmul_many(gate_up, normed, 1, one_thread_);
+            kernels::swiglu(gate, up, gate, i1 - i0);
+            kernels::matmul(layer.down[static_cast<size_t>(t)], gate, 1, partial_of(t, 1), one_thread_);
+            // Past here every thread has read this layer's o_proj partials, which the next
+            // layer overwrites; the down_proj partials, read next, are overwritten only after
+            // the next layer's first barrier.
+            barrier();
+            add_partials(1, {});
+        }
+        if (t == 0) std::copy(x, x + hidden, x_.data());
     }
 
     TransformerConfig config_;

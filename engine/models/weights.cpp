@@ -181,6 +181,8 @@ std::vector<kernels::WeightMatrix> WeightStore::matrix_columns(const TensorInfo&
         part.data = plain.get();
         parts.push_back(adopt(part, tensor.name));
     }
+    // One tensor, one vote in matrix_type().
+    matrix_types_.resize(matrix_types_.size() - (parts.size() - 1));
     return parts;
 }
 

@@ -66,7 +66,7 @@ public:
 
     // A 2-D tensor as the matrices of its column ranges [bounds[i], bounds[i + 1]) (bounds from 0
     // to cols, whole blocks of stored_type), each with every row, copied into the store as matrix()
-    // copies (converted, repacked): for a store that copies_matrices() only.
+    // copies (converted, repacked): only for a tensor the store copies (copies_matrix).
     std::vector<kernels::WeightMatrix> matrix_columns(const TensorInfo& tensor, int64_t rows, int64_t cols, const std::vector<int64_t>& bounds);
     // How matrix() will hold a tensor: whether it copies it into owned memory (converted or
     // repacked) rather than using it in place; its type then; and the rows of its interleaved
