@@ -65,6 +65,13 @@ WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byt
     return interleaved;
 }
 
+WeightMatrix row_range(const WeightMatrix& w, int64_t begin, int64_t end) {
+    WeightMatrix part = w;
+    part.rows = end - begin;
+    part.data = w.data + begin * w.row_bytes;
+    return part;
+}
+
 WeightMatrix copy_columns(const WeightMatrix& w, int64_t begin, int64_t end, std::byte* out) {
     const int64_t block_values = dtype_traits(w.dtype).block_elements, bytes = dtype_traits(w.dtype).block_bytes;
     if (begin < 0 || end > w.cols || begin >= end || begin % block_values || end % block_values)

@@ -45,6 +45,10 @@ bool has_interleaved_layout(DType type);
 // matrix over out. The level that will read it says how many: interleaved_group_rows (matmul_table.h).
 WeightMatrix interleave_rows(const WeightMatrix& w, int64_t group_rows, std::byte* out, ThreadPool& pool);
 
+// Rows [begin, end) of w as a matrix over the same memory (whole groups of interleaved rows: begin
+// a multiple of the group, and end too unless it is w.rows).
+WeightMatrix row_range(const WeightMatrix& w, int64_t begin, int64_t end);
+
 // Columns [begin, end) of w (whole blocks of its type) written to out ((end - begin) / block
 // values * block bytes per row, w.rows rows) as a matrix of the same layout, returned: a group of
 // interleaved rows keeps its group blocks of those columns, a plain row its blocks.

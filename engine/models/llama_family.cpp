@@ -18,6 +18,7 @@
 #include "models/rope_frequencies.h"
 #include "models/weights.h"
 
+#include "kernels/interleave.h"
 #include "kernels/ops.h"
 #include "kernels/thread_pool.h"
 
@@ -77,14 +78,6 @@ struct ParallelDecode {
     std::vector<int64_t> head_columns;  // thread t's columns of o_proj: [head_columns[t], head_columns[t + 1])
     std::vector<int64_t> intermediate;  // thread t's intermediate values: [intermediate[t], intermediate[t + 1])
 };
-
-// Rows [begin, end) of w as a matrix (whole groups of interleaved rows).
-WeightMatrix row_range(const WeightMatrix& w, int64_t begin, int64_t end) {
-    WeightMatrix part = w;
-    part.rows = end - begin;
-    part.data = w.data + begin * w.row_bytes;
-    return part;
-}
 
 // Tokens per prefill step: big enough for GEMM to reach its speed, small enough for the scratch.
 constexpr int64_t kPrefillChunk = 512;
@@ -385,9 +378,9 @@ private:
         for (size_t l = 0; l < layers_.size(); ++l) {
             const Layer& layer = layers_[l];
             kernels::rms_norm(x, layer.attn_norm.data(), normed, 1, hidden, eps);
-            const WeightMatrix q = row_range(layer.q.weight, q_rows, q_rows + kv_share * group * hd);
-            const WeightMatrix k = row_range(layer.k.weight, kv_rows, kv_rows + kv_share * hd);
-            const WeightMatrix v = row_range(layer.v.weight, kv_rows, kv_rows + kv_share * hd);
+            const WeightMatrix q = kernels::row_range(layer.q.weight, q_rows, q_rows + kv_share * group * hd);
+            const WeightMatrix k = kernels::row_range(layer.k.weight, kv_rows, kv_rows + kv_share * hd);
+            const WeightMatrix v = kernels::row_range(layer.v.weight, kv_rows, kv_rows + kv_share * hd);
             const kernels::MatmulTarget qkv[] = {{&q, q_.data() + q_rows}, {&k, k_.data() + kv_rows}, {&v, v_.data() + kv_rows}};
             kernels::matmul_many(qkv, normed, 1, one_thread_);
             if (attention_bias_) {
@@ -407,7 +400,7 @@ private:
             barrier();
             add_partials(0, layer.o_bias);
             kernels::rms_norm(x, layer.ffn_norm.data(), normed, 1, hidden, eps);
-            const WeightMatrix gate_rows = row_range(layer.gate.weight, i0, i1), up_rows = row_range(layer.up.weight, i0, i1);
+            const WeightMatrix gate_rows = kernels::row_range(layer.gate.weight, i0, i1), up_rows = kernels::row_range(layer.up.weight, i0, i1);
             const kernels::MatmulTarget gate_up[] = {{&gate_rows, gate}, {&up_rows, up}};
             kernels::matmul_many(gate_up, normed, 1, one_thread_);
             kernels::swiglu(gate, up, gate, i1 - i0);

@@ -54,10 +54,14 @@ kernels::WeightMatrix WeightStore::embedding(const TensorInfo& tensor, int64_t r
     return shaped_matrix(tensor, rows, cols, also_head);
 }
 
-kernels::WeightMatrix WeightStore::shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_repack) {
+void WeightStore::check_shape(const TensorInfo& tensor, int64_t rows, int64_t cols) const {
     if (tensor.shape != std::vector<int64_t>{rows, cols})
         throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
                                                      ", the config says " + shape_text({rows, cols}));
+}
+
+kernels::WeightMatrix WeightStore::shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_repack) {
+    check_shape(tensor, rows, cols);
     return adopt(kernels::weight_matrix(tensor), tensor.name, may_repack);
 }
 
@@ -151,9 +155,7 @@ int64_t WeightStore::stored_group_rows(const TensorInfo& tensor) const {
 
 std::vector<kernels::WeightMatrix> WeightStore::matrix_columns(const TensorInfo& tensor, int64_t rows, int64_t cols,
                                                                const std::vector<int64_t>& bounds) {
-    if (tensor.shape != std::vector<int64_t>{rows, cols})
-        throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' has shape " + shape_text(tensor.shape) +
-                                                     ", the config says " + shape_text({rows, cols}));
+    check_shape(tensor, rows, cols);
     if (!copies_matrix(tensor)) throw Error(checkpoint_.path().string(), "tensor '" + tensor.name + "' is used in place, not split by columns");
     if (bounds.size() < 2 || bounds.front() != 0 || bounds.back() != cols)
         throw Error(checkpoint_.path().string(), "column ranges of '" + tensor.name + "' must cover it from 0 to " + std::to_string(cols));
@@ -170,10 +172,7 @@ std::vector<kernels::WeightMatrix> WeightStore::matrix_columns(const TensorInfo&
         const int64_t row_bytes = static_cast<int64_t>(*dtype_bytes(whole.dtype, static_cast<uint64_t>(bounds[i + 1] - bounds[i])));
         const std::unique_ptr<std::byte[]> plain(new std::byte[static_cast<size_t>(rows * row_bytes)]);
         pool_.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
-            kernels::WeightMatrix some = whole;
-            some.rows = end - begin;
-            some.data = whole.data + begin * whole.row_bytes;
-            kernels::copy_columns(some, bounds[i], bounds[i + 1], plain.get() + begin * row_bytes);
+            kernels::copy_columns(kernels::row_range(whole, begin, end), bounds[i], bounds[i + 1], plain.get() + begin * row_bytes);
         });
         kernels::WeightMatrix part = whole;
         part.cols = bounds[i + 1] - bounds[i];

@@ -81,6 +81,7 @@ public:
     std::string matrix_type() const;
 
 private:
+    void check_shape(const TensorInfo& tensor, int64_t rows, int64_t cols) const;  // throws naming the checkpoint
     // A 2-D tensor checked against the expected shape, then adopted.
     kernels::WeightMatrix shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_repack);
     kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name, bool may_repack = true);
