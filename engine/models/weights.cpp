@@ -85,15 +85,16 @@ kernels::WeightMatrix WeightStore::stacked_matrix(const TensorInfo& tensor, int6
 
 kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::string& name, bool may_repack) {
     w.bf16_activations = settings_.bf16_activations;  // read only for bf16 matrices
-    if (!settings_.convert_weights || *settings_.convert_weights == w.dtype) {
+    const Holding holding = this->holding(w.dtype, may_repack);
+    if (holding.type == w.dtype) {
         if (!can_convert_to_f32(w.dtype))
             throw Error(checkpoint_.path().string(), "tensor '" + name + "' has unsupported type " + std::string(dtype_name(w.dtype)));
         matrix_types_.push_back(w.dtype);
-        if (may_repack && settings_.repack) return repacked(w);
+        if (holding.copied) return repacked(w, holding.group_rows);
         mapped_bytes_ += static_cast<uint64_t>(w.rows * w.row_bytes);
         return w;
     }
-    const DType target = *settings_.convert_weights;
+    const DType target = holding.type;
     const auto row_bytes = dtype_bytes(target, static_cast<uint64_t>(w.cols));
     if (!row_bytes)
         throw Error(checkpoint_.path().string(), "tensor '" + name + "' cannot be converted to " + std::string(dtype_name(target)) + ": rows of " +
@@ -101,7 +102,7 @@ kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::str
                                                      std::to_string(dtype_traits(target).block_elements) + "-value blocks");
     // Converted rows that are to be interleaved go through a buffer of their own first.
     const size_t bytes = static_cast<size_t>(w.rows) * *row_bytes;
-    const bool interleave = may_repack && settings_.repack && interleaves(target);
+    const bool interleave = holding.group_rows > 0;
     std::vector<std::byte> before_interleaving(interleave ? bytes : 0);
     std::byte* out = interleave ? before_interleaving.data() : owned_.allocate(bytes);
     pool_.parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
@@ -116,23 +117,27 @@ kernels::WeightMatrix WeightStore::adopt(kernels::WeightMatrix w, const std::str
     converted.row_bytes = static_cast<int64_t>(*row_bytes);
     converted.data = out;
     matrix_types_.push_back(target);
-    if (interleave) return repacked(converted);
+    if (interleave) return repacked(converted, holding.group_rows);
     owned_bytes_ += bytes;
     return converted;
 }
 
-bool WeightStore::interleaves(DType type) const {
-    return kernels::has_interleaved_layout(type) && kernels::interleaved_tile(kernels::matmul_table(active_isa()), type);
+WeightStore::Holding WeightStore::holding(DType source, bool may_repack) const {
+    const DType type = settings_.convert_weights.value_or(source);
+    const bool repack = may_repack && settings_.repack;
+    const kernels::MatmulTable& table = kernels::matmul_table(active_isa());
+    // Interleaved where the level has kernels for the type's layout.
+    const bool interleaved = repack && kernels::has_interleaved_layout(type) && kernels::interleaved_tile(table, type);
+    return {type, repack || type != source, interleaved ? kernels::interleaved_group_rows(table, type) : 0};
 }
 
-kernels::WeightMatrix WeightStore::repacked(const kernels::WeightMatrix& w) {
+kernels::WeightMatrix WeightStore::repacked(const kernels::WeightMatrix& w, int64_t group_rows) {
     const size_t bytes = static_cast<size_t>(w.rows * w.row_bytes);
     std::byte* out = owned_.allocate(bytes);
     owned_bytes_ += bytes;
     // Also a matrix of fewer rows than a group is interleaved (all of it plain rows then), so that
     // every matrix of the type takes the same arithmetic (int8 activations in the prefill).
-    if (interleaves(w.dtype))
-        return kernels::interleave_rows(w, kernels::interleaved_group_rows(kernels::matmul_table(active_isa()), w.dtype), out, pool_);
+    if (group_rows > 0) return kernels::interleave_rows(w, group_rows, out, pool_);
     // Copied by the threads that will read it, each its own rows: its pages are then near them.
     pool_.parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
         std::copy(w.data + begin * w.row_bytes, w.data + end * w.row_bytes, out + begin * w.row_bytes);
@@ -140,17 +145,6 @@ kernels::WeightMatrix WeightStore::repacked(const kernels::WeightMatrix& w) {
     kernels::WeightMatrix copy = w;
     copy.data = out;
     return copy;
-}
-
-bool WeightStore::copies_matrix(const TensorInfo& tensor) const {
-    return settings_.repack || (settings_.convert_weights && *settings_.convert_weights != tensor.dtype);
-}
-
-DType WeightStore::stored_type(const TensorInfo& tensor) const { return settings_.convert_weights.value_or(tensor.dtype); }
-
-int64_t WeightStore::stored_group_rows(const TensorInfo& tensor) const {
-    const DType type = stored_type(tensor);
-    return settings_.repack && interleaves(type) ? kernels::interleaved_group_rows(kernels::matmul_table(active_isa()), type) : 0;
 }
 
 std::vector<kernels::WeightMatrix> WeightStore::matrix_columns(const TensorInfo& tensor, int64_t rows, int64_t cols,

@@ -71,9 +71,9 @@ public:
     // How matrix() will hold a tensor: whether it copies it into owned memory (converted or
     // repacked) rather than using it in place; its type then; and the rows of its interleaved
     // groups (0: plain rows).
-    bool copies_matrix(const TensorInfo& tensor) const;
-    DType stored_type(const TensorInfo& tensor) const;
-    int64_t stored_group_rows(const TensorInfo& tensor) const;
+    bool copies_matrix(const TensorInfo& tensor) const { return holding(tensor.dtype, true).copied; }
+    DType stored_type(const TensorInfo& tensor) const { return holding(tensor.dtype, true).type; }
+    int64_t stored_group_rows(const TensorInfo& tensor) const { return holding(tensor.dtype, true).group_rows; }
 
     uint64_t mapped_bytes() const { return mapped_bytes_; }  // matrices used in place
     uint64_t owned_bytes() const { return owned_bytes_; }    // matrices converted or repacked at load
@@ -85,9 +85,15 @@ private:
     // A 2-D tensor checked against the expected shape, then adopted.
     kernels::WeightMatrix shaped_matrix(const TensorInfo& tensor, int64_t rows, int64_t cols, bool may_repack);
     kernels::WeightMatrix adopt(kernels::WeightMatrix w, const std::string& name, bool may_repack = true);
-    bool interleaves(DType type) const;
-    // w copied into the store's huge pages, interleaved when interleaves(w.dtype).
-    kernels::WeightMatrix repacked(const kernels::WeightMatrix& w);
+    // What adopt() makes of a matrix of type `source`, the one rule for it and for the queries above.
+    struct Holding {
+        DType type;          // converted to, or the source's
+        bool copied;         // converted or repacked into owned memory, not read in place
+        int64_t group_rows;  // of its interleaved layout; 0: plain rows
+    };
+    Holding holding(DType source, bool may_repack) const;
+    // w copied into the store's huge pages, interleaved in groups of group_rows (0: plain rows).
+    kernels::WeightMatrix repacked(const kernels::WeightMatrix& w, int64_t group_rows);
 
     const Checkpoint& checkpoint_;
     ModelLoadSettings settings_;
