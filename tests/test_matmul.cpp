@@ -236,7 +236,7 @@ private slots:
 
     // Every way the bandwidth probe reads sums every value once, tails included (quarters, so that
     // any order of the sum is exact); the plain way exists on every level, the page bursts, the
-    // interleaved kernels' way and the page touch on x86.
+    // interleaved kernels' way and the page touch on x86, the AVX-512 Q4_K kernel's way on AVX-512.
     void readSumsReadEveryValue() {
         std::vector<float> values(20000 + 64);
         for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 7) * 0.25f;
@@ -248,6 +248,7 @@ private slots:
                 QVERIFY2(table.read_sum[2], level.name.c_str());
                 QVERIFY2(table.read_sum[3], level.name.c_str());
             }
+            if (level.isa == Isa::Avx512 || level.isa == Isa::Avx512Bf16) QVERIFY2(table.read_sum[4], level.name.c_str());
             for (int method = 0; method < kReadMethods; ++method) {
                 if (!table.read_sum[method]) continue;
                 for (int64_t n : {int64_t{0}, int64_t{5}, int64_t{31}, int64_t{64}, int64_t{1000}, int64_t{4099}, int64_t{20000}})

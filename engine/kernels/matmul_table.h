@@ -71,8 +71,9 @@ constexpr int kGemmKc = 256;
 // VM, decoding Llama-3.2-1B q4_k ran at 101-108% of a bound read only the first two ways. 3: as 0,
 // and one line of each page 16 KB ahead (touch_page_ahead, weight_prefetch.h), as the AVX-512 bf16
 // row dot asks: on a Zen 5 VM (2026-12-07) it read 4-60% faster than the other three, 72-102 GB/s
-// where they read 44-82.
-constexpr int kReadMethods = 4;
+// where they read 44-82. 4 (AVX-512 levels): each line group_bytes_ahead ahead without the page
+// touch, as the AVX-512 Q4_K kernel asks (matmul_avx512bf16.cpp).
+constexpr int kReadMethods = 5;
 
 // Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups (of the type's
 // interleaved_group_rows) from `group` times `tokens` (1 to kKQuantTileTokens) tokens' activations

@@ -216,6 +216,7 @@ float read_sum_avx512(const float* data, int64_t n) {
         for (int j = 0; j < 4; ++j) {
             // As the GEMVs read weights (kReadMethods).
             if constexpr (kWay == 2) prefetch_group_block<64>(data + i + 16 * j);
+            else if constexpr (kWay == 4) prefetch_group_line(data + i + 16 * j);
             else prefetch_weights(data + i + 16 * j);
             acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(data + i + 16 * j));
         }
@@ -250,6 +251,7 @@ void fill_matmul_avx512(MatmulTable& table) {
     table.read_sum[1] = read_sum_avx512<1>;
     table.read_sum[2] = read_sum_avx512<2>;
     table.read_sum[3] = read_sum_avx512<3>;
+    table.read_sum[4] = read_sum_avx512<4>;
     table.peak_flops_probe = peak_flops_probe_avx512;
 }
 

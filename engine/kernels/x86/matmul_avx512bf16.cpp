@@ -105,6 +105,11 @@ inline __m512i dpbusd_broadcast(__m512i acc, __m512i codes, const void* act) {
 // shape read in turn with the probe at 0.91 of it against 0.80-0.82, and tokens taking turns in
 // one process (medians, 3 runs of 128) were 17% faster for Qwen3-0.6B q4_k, 5.5% for Llama-3.2-1B
 // q4_k. The same reads without the arithmetic streamed at the probe's rate either way.
+// Unlike the Q8_0 kernels, it does not also start the translation of the page 16 KB ahead
+// (touch_page_ahead): on a 2-core Zen 5 VM, tokens with and without it taking turns eight at a
+// time in one process (tg128 -r 20, four runs), those without took 1.2-2.1% less time (Qwen3-0.6B
+// q4_k three times, Llama-3.2-1B q4_k once, faster in 11-19 of 21 runs), where the Q8_0 kernels
+// lost 1-2% without theirs (the same runs). The bandwidth probe reads this way too (its fifth).
 template <int T>
 struct Q4KInterleavedAvx512 {
     static constexpr int A = T == 1 ? 4 : T == 2 ? 2 : 1;  // accumulators per nibble half and token
@@ -122,7 +127,6 @@ struct Q4KInterleavedAvx512 {
         for (int64_t b = 0; b < blocks; ++b, p += kGroupBlock) {
             // The block's 36 lines asked for one at a time as the block reaches them (its scales
             // first), not all at its start: see the comment above.
-            touch_page_ahead(p, kGroupBlock);
             for (int line = 0; line < 4; ++line) prefetch_group_line(p + 64 * line);
             const Q4KGroupScales s[2] = {unpack_q4_k_group_scales<64>(p), unpack_q4_k_group_scales<64>(p + 32)};
             __m512i sumi[T];
