@@ -85,7 +85,8 @@ float dot_f16_avx512(int64_t n, const std::byte* w, const void* a) {
 // row's stream starts its next pages' address translations early (touch_page_ahead): on a 2-core
 // Zen 5 VM, tg128 with tokens of both ways taking turns in one process (median tokens, 3 runs of
 // 128), Qwen3-0.6B bf16 33.7% and 40.8% faster, Llama-3.2-1B bf16 27.6% and 32.7%. The
-// interleaved kernels start theirs too (prefetch_group_block).
+// interleaved Q8_0 kernels start theirs too (prefetch_group_block); the AVX-512 VNNI Q4_K kernel,
+// which was faster without, does not (matmul_avx512bf16.cpp).
 template <int R>
 void dot_bf16_even_odd_avx512(int64_t n, const uint8_t* p, int64_t row_bytes, const float* af, float* y, int ahead) {
     const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));

@@ -86,9 +86,9 @@ inline void prefetch_group_line(const void* p) {
 // Starts the address translation of the page kPageTouchBytes ahead when a group block of kBytes
 // (interleaved_kernels.h) begins a page, and asks for all the block's lines group_bytes_ahead ahead,
 // if at all: a thread's groups are one contiguous stream. (Kernels with long blocks ask for each
-// line as they reach it, without the page touch: the AVX-512 Q4_K kernel, matmul_avx512bf16.cpp.) On a 2-core Zen 5 VM
-// the page touch made the streams of the interleaved Q8_0 kernel 1.3-1.5x faster
-// (weight_prefetch.cpp). Also the bandwidth probe's third way of reading.
+// line as they reach it, without the page touch: the AVX-512 VNNI Q4_K kernel,
+// matmul_avx512bf16.cpp.) On a 2-core Zen 5 VM the page touch made the streams of the interleaved
+// Q8_0 kernel 1.3-1.5x faster (weight_prefetch.cpp). Also the bandwidth probe's third way of reading.
 template <int kBytes>
 inline void prefetch_group_block(const void* p) {
     touch_page_ahead(p, kBytes);
