@@ -146,7 +146,7 @@ void ThreadPool::barrier() {
         if (barrier_sleepers_.load(std::memory_order_relaxed) != 0) barrier_phase_.notify_all();
         return;
     }
-    wait_for_change(barrier_phase_, phase, kIdleSpin, &barrier_sleepers_);
+    wait_for_change(barrier_phase_, phase, idle_spin_, &barrier_sleepers_);
 }
 
 void ThreadPool::worker_loop(int index) {

@@ -47,7 +47,8 @@ public:
 
     // Inside a run() job: returns once every thread of the job has called it as many times, for a
     // job whose steps read each other's results (a decoded token's layers: ParallelDecode in
-    // models/llama_family.cpp). Waits as the workers wait for a job: spinning, then asleep.
+    // models/llama_family.cpp). Waits as the workers wait for a job: spinning for the pool's
+    // idle_spin, then asleep.
     void barrier();
 
     // Calls body(begin, end) on contiguous, non-empty ranges that together cover [0, n) once,
