@@ -64,16 +64,17 @@ constexpr int kGemmKc = 256;
 // The ways the read-bandwidth probe reads (MatmulTable::read_sum), as the GEMVs stream weights: 0:
 // each cache line asked for 2 KB ahead; 1: the same, and at each 4 KB page the page after the next
 // in one burst (weight_prefetch.h), as the float rows and, on AMD, the block rows do; 2: as the
-// interleaved Q8_0 kernels and the AVX2 Q4_K one ask (prefetch_group_block: each line group_bytes_ahead ahead,
-// 4-8 KB on most AMD CPUs, or not at all where they do not, and the page touch of way 3). The
-// fastest sets the bound: on a 2-core EPYC VM (Zen 3) the bursts read 5-10% faster and the bf16
-// GEMV outran the plain read; where they cost (Intel), the plain read stays the faster. On a Zen 5
-// VM, decoding Llama-3.2-1B q4_k ran at 101-108% of a bound read only the first two ways. 3: as 0,
-// and one line of each page 16 KB ahead (touch_page_ahead, weight_prefetch.h), as the AVX-512 bf16
-// row dot asks: on a Zen 5 VM (2026-12-07) it read 4-60% faster than the other three, 72-102 GB/s
-// where they read 44-82. 4 (AVX-512 levels): each line group_bytes_ahead ahead without the page
-// touch, as the AVX-512 VNNI Q4_K kernel asks (matmul_avx512bf16.cpp); the plain AVX-512 level,
-// whose Q4_K kernel is the AVX2 one, reads this way too, which can only make its bound stricter.
+// interleaved Q8_0 kernels and the AVX2 Q4_K one ask (prefetch_group_block: each line
+// group_bytes_ahead ahead, 4-8 KB on most AMD CPUs, or not at all where they do not, and the page
+// touch of way 3); 3: as 0, and one line of each page 16 KB ahead (touch_page_ahead,
+// weight_prefetch.h), as the AVX-512 bf16 row dot asks; 4 (AVX-512 levels): each line
+// group_bytes_ahead ahead without the page touch, as the AVX-512 VNNI Q4_K kernel asks
+// (matmul_avx512bf16.cpp); the plain AVX-512 level, whose Q4_K kernel is the AVX2 one, reads this
+// way too, which can only make its bound stricter. The fastest sets the bound: on a 2-core EPYC VM
+// (Zen 3) the bursts read 5-10% faster and the bf16 GEMV outran the plain read; where they cost
+// (Intel), the plain read stays the faster. On a Zen 5 VM, decoding Llama-3.2-1B q4_k ran at
+// 101-108% of a bound read only ways 0 and 1; there (2026-12-07) way 3 read 4-60% faster than ways
+// 0-2, 72-102 GB/s where they read 44-82.
 constexpr int kReadMethods = 5;
 
 // Interleaved weights (interleave.h): `groups` (1 or 2) consecutive groups (of the type's
